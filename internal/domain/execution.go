@@ -1,0 +1,131 @@
+package domain
+
+import (
+	"regexp"
+	"time"
+)
+
+// ExecStatus is an execution's status (DECISIONS 14).
+type ExecStatus string
+
+const (
+	ExecPending   ExecStatus = "PENDING"
+	ExecRunning   ExecStatus = "RUNNING"
+	ExecAnalyzing ExecStatus = "ANALYZING"
+	ExecPassed    ExecStatus = "PASSED"
+	ExecFailed    ExecStatus = "FAILED"
+	ExecUnstable  ExecStatus = "UNSTABLE"
+	ExecError     ExecStatus = "ERROR"
+	ExecCancelled ExecStatus = "CANCELLED"
+)
+
+// Valid reports whether s is a known status.
+func (s ExecStatus) Valid() bool {
+	switch s {
+	case ExecPending, ExecRunning, ExecAnalyzing, ExecPassed, ExecFailed, ExecUnstable, ExecError, ExecCancelled:
+		return true
+	}
+	return false
+}
+
+// Final reports whether s is a terminal status.
+func (s ExecStatus) Final() bool {
+	switch s {
+	case ExecPassed, ExecFailed, ExecUnstable, ExecError, ExecCancelled:
+		return true
+	}
+	return false
+}
+
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidTaskID reports whether a client-chosen taskId has the allowed shape.
+func ValidTaskID(s string) bool { return taskIDPattern.MatchString(s) }
+
+// TestStatus is one test's outcome.
+type TestStatus string
+
+const (
+	TestPassed  TestStatus = "passed"
+	TestFailed  TestStatus = "failed"
+	TestSkipped TestStatus = "skipped"
+	TestFlaky   TestStatus = "flaky" // passed, but only on a retry
+)
+
+// TestResult is one parsed test.
+type TestResult struct {
+	Name       string     `json:"name"`
+	Suite      string     `json:"suite"`
+	Status     TestStatus `json:"status"`
+	DurationMs int64      `json:"durationMs"`
+	Error      string     `json:"error,omitempty"`
+	Retries    int        `json:"retries"`
+}
+
+// Summary counts an execution's tests.
+type Summary struct {
+	Total   int `json:"total"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	Flaky   int `json:"flaky"`
+}
+
+// Summarize counts tests by status.
+func Summarize(tests []TestResult) Summary {
+	s := Summary{Total: len(tests)}
+	for _, t := range tests {
+		switch t.Status {
+		case TestPassed:
+			s.Passed++
+		case TestFailed:
+			s.Failed++
+		case TestSkipped:
+			s.Skipped++
+		case TestFlaky:
+			s.Flaky++
+		}
+	}
+	return s
+}
+
+// Verdict decides a finished container's status from its exit code and parsed tests, never
+// from log text: a failed test or a non-zero exit fails the run; all passing with some only on
+// retry is UNSTABLE.
+func Verdict(exitCode int, tests []TestResult) ExecStatus {
+	s := Summarize(tests)
+	switch {
+	case s.Failed > 0:
+		return ExecFailed
+	case exitCode != 0:
+		return ExecFailed
+	case s.Flaky > 0:
+		return ExecUnstable
+	default:
+		return ExecPassed
+	}
+}
+
+// ContractEnv are the container-contract variable names a project or request may not set.
+var ContractEnv = []string{"BASE_URL", "TASK_ID", "CI", "FRAMEWORK_AGNOSTIC"}
+
+// IsContractEnv reports whether name is reserved by the container contract.
+func IsContractEnv(name string) bool {
+	for _, n := range ContractEnv {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// ValidEnvName reports whether name is a usable environment variable name.
+func ValidEnvName(name string) bool { return envNamePattern.MatchString(name) }
+
+// DefaultTimeout is a run's timeout when neither request nor project sets one.
+const DefaultTimeout = 30 * time.Minute
+
+// DefaultReportFolders are copied out of /app after a run unless a project names others.
+var DefaultReportFolders = []string{"playwright-report", "allure-results", "allure-report", "test-results", "reports", "junit"}

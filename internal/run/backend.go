@@ -1,0 +1,78 @@
+// Package run is the run plane: the scheduler that hands PENDING executions to runners, the
+// runner loop, and the Backend interface that a container engine implements.
+package run
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrImageNotFound: the image is not on the engine and could not be pulled.
+var ErrImageNotFound = errors.New("image not found")
+
+// Labels put on every container Verdict starts, so orphans can be found after a crash.
+const (
+	LabelManaged = "dev.verdict.managed" // "true"
+	LabelOrg     = "dev.verdict.organization"
+	LabelTask    = "dev.verdict.task"
+)
+
+// Resources bound a container. Zero means the backend's default.
+type Resources struct {
+	MemoryBytes int64
+	NanoCPUs    int64 // 1e9 = one CPU
+	PidsLimit   int64
+}
+
+// Spec describes one run's container.
+type Spec struct {
+	Name       string // unique container name
+	Image      string
+	Entrypoint []string          // nil keeps the image's entrypoint
+	Args       []string          // the entrypoint's arguments (the folder first)
+	Env        map[string]string // the contract variables plus project and request variables
+	Labels     map[string]string
+	Resources  Resources
+	// HostGateway makes host.docker.internal (and a loopback baseUrl) reach the host.
+	HostGateway bool
+}
+
+// Container is a container found by label.
+type Container struct {
+	ID     string
+	Labels map[string]string
+	State  string // running, exited, created...
+}
+
+// Backend runs containers. Woodpecker's backend interface is the model: one interface, a real
+// engine behind it, and nothing in the scheduler that knows which.
+type Backend interface {
+	// Ping reports whether the engine answers.
+	Ping(ctx context.Context) error
+	// EnsureImage makes the image available locally, pulling only when absent;
+	// ErrImageNotFound when it cannot be had.
+	EnsureImage(ctx context.Context, image string) error
+	// Start creates and starts the container and returns its ID.
+	Start(ctx context.Context, spec Spec) (id string, err error)
+	// Logs streams the container's combined stdout and stderr from its start until it exits.
+	Logs(ctx context.Context, id string) (io.ReadCloser, error)
+	// Wait blocks until the container exits and returns its exit code.
+	Wait(ctx context.Context, id string) (exitCode int, err error)
+	// CopyOut copies the folder at path in the container as a tar stream; ErrNotExist-like
+	// errors (errors.Is(err, ErrPathNotFound)) when the folder does not exist.
+	CopyOut(ctx context.Context, id, path string) (io.ReadCloser, error)
+	// Stop stops the container, killing it after grace.
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	// Remove removes the container and its anonymous volumes, forcibly.
+	Remove(ctx context.Context, id string) error
+	// List returns the containers carrying all of the given labels.
+	List(ctx context.Context, labels map[string]string) ([]Container, error)
+	// ListDir lists the directories directly under path inside an image without running it
+	// (used by tests-structure).
+	ListDir(ctx context.Context, image, path string) ([]string, error)
+}
+
+// ErrPathNotFound: CopyOut's path does not exist in the container.
+var ErrPathNotFound = errors.New("path not found in container")

@@ -1,0 +1,125 @@
+// Package store holds the repository contracts. Every method that touches tenant-owned data
+// takes the organization ID as a required argument: another organization's row is simply not
+// found (ErrNotFound), which the API turns into 404.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"verdict/internal/domain"
+)
+
+var (
+	// ErrNotFound: no row, or a row of another organization.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique constraint refused the write (e-mail taken, duplicate event).
+	ErrConflict = errors.New("store: conflict")
+	// ErrGuard: a guarded write found its condition false (last admin, limit reached).
+	ErrGuard = errors.New("store: guard failed")
+)
+
+// Store is a database. InTx gives repositories that share one transaction; inside it,
+// LockOrganization serialises writers of one organization (row lock on PostgreSQL; SQLite
+// transactions already take the write lock at BEGIN).
+type Store interface {
+	Users() UserRepo
+	Organizations() OrganizationRepo
+	Invitations() InvitationRepo
+	APIKeys() APIKeyRepo
+	Audit() AuditRepo
+	Outbox() OutboxRepo
+
+	InTx(ctx context.Context, fn func(tx Store) error) error
+	Ping(ctx context.Context) error
+	Dialect() string // "sqlite" or "postgres"
+	Close() error
+}
+
+// UserRepo stores users. GetByEmail is global because e-mail is unique across the service
+// and login knows no organization yet.
+type UserRepo interface {
+	Create(ctx context.Context, u *domain.User) error // ErrConflict when the e-mail is taken
+	Get(ctx context.Context, orgID, id string) (*domain.User, error)
+	GetByEmail(ctx context.Context, email string) (*domain.User, error)
+	List(ctx context.Context, orgID string) ([]domain.User, error) // oldest first
+	CountActive(ctx context.Context, orgID string) (int, error)
+	CountByRole(ctx context.Context, orgID string, role domain.Role) (int, error)
+	UpdateRole(ctx context.Context, orgID, id string, role domain.Role) error
+	UpdateStatus(ctx context.Context, orgID, id string, status domain.UserStatus) error
+	UpdateLastLogin(ctx context.Context, orgID, id string, at time.Time) error
+	// MoveToOrganization moves a user who accepted an invitation into another organization.
+	MoveToOrganization(ctx context.Context, fromOrgID, id, toOrgID string, role domain.Role) error
+	Delete(ctx context.Context, orgID, id string) error
+}
+
+// OrganizationRepo stores organizations.
+type OrganizationRepo interface {
+	Create(ctx context.Context, o *domain.Organization) error
+	Get(ctx context.Context, id string) (*domain.Organization, error)
+	GetByCustomerID(ctx context.Context, providerCustomerID string) (*domain.Organization, error)
+	// Lock takes the organization's row lock until the transaction ends (no-op outside InTx
+	// on SQLite, whose transactions are already serialised).
+	Lock(ctx context.Context, id string) error
+	UpdateSettings(ctx context.Context, id, name string, aiAnalysisEnabled bool, features domain.Features) error
+	UpdatePlan(ctx context.Context, id string, plan domain.Plan, billing domain.Billing) error
+	AddStorageUsed(ctx context.Context, id string, delta int64) error
+}
+
+// InvitationRepo stores invitations; Status is the stored one (pending/accepted/revoked).
+type InvitationRepo interface {
+	Create(ctx context.Context, inv *domain.Invitation) error
+	Get(ctx context.Context, orgID, id string) (*domain.Invitation, error)
+	GetByTokenHash(ctx context.Context, tokenHash string) (*domain.Invitation, error)
+	// FindPending returns a pending (maybe expired) invitation for the e-mail in the organization.
+	FindPending(ctx context.Context, orgID, email string) (*domain.Invitation, error)
+	List(ctx context.Context, orgID string) ([]domain.Invitation, error) // newest first
+	// CountPendingUnexpired counts pending invitations that still hold a seat at now.
+	CountPendingUnexpired(ctx context.Context, orgID string, now time.Time) (int, error)
+	// SetStatus moves an invitation from one stored status to another; ErrNotFound when it
+	// was not in from (already used or revoked), so a token is consumed once.
+	SetStatus(ctx context.Context, orgID, id string, from, to domain.InvitationStatus, at time.Time) error
+}
+
+// APIKeyRepo stores API keys.
+type APIKeyRepo interface {
+	Create(ctx context.Context, k *domain.APIKey) error
+	GetByHash(ctx context.Context, hash string) (*domain.APIKey, error)
+	ListByUser(ctx context.Context, orgID, userID string) ([]domain.APIKey, error)
+	List(ctx context.Context, orgID string) ([]domain.APIKey, error)
+	Delete(ctx context.Context, orgID, id string) error
+	TouchLastUsed(ctx context.Context, orgID, id string, at time.Time) error
+}
+
+// AuditRepo appends audit entries.
+type AuditRepo interface {
+	Append(ctx context.Context, e *domain.AuditEntry) error
+	List(ctx context.Context, orgID string, limit int) ([]domain.AuditEntry, error) // newest first
+}
+
+// Mail is one outgoing e-mail in the durable outbox.
+type Mail struct {
+	ID          string
+	To          []string
+	Subject     string
+	HTML        string
+	Text        string
+	Attempts    int
+	NextAttempt time.Time
+	SentAt      *time.Time
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// OutboxRepo is the durable mail queue: enqueue in the same transaction as the change that
+// causes the mail; a worker claims due mails with a lease so several replicas send each once.
+type OutboxRepo interface {
+	Enqueue(ctx context.Context, m *Mail) error
+	// Claim leases up to n due, unsent mails until leaseUntil and returns them.
+	Claim(ctx context.Context, now, leaseUntil time.Time, n int) ([]Mail, error)
+	MarkSent(ctx context.Context, id string, at time.Time) error
+	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying.
+	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
+	Get(ctx context.Context, id string) (*Mail, error)
+}

@@ -1,0 +1,109 @@
+// Package testenv finds the real services the tests run against. scripts/test.sh installs and
+// starts them and exports their addresses; a test whose service is missing fails loudly with a
+// pointer to that script, never skips.
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"verdict/internal/domain"
+)
+
+// Defaults match scripts/services.sh.
+const (
+	DefaultPostgres = "postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable"
+	DefaultRedis    = "redis://127.0.0.1:56379/0"
+)
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func reachable(t testing.TB, what, rawURL string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("%s URL %q: %v", what, rawURL, err)
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		t.Fatalf("%s is not reachable at %s (%v): run the tests with scripts/test.sh, which installs and starts it", what, u.Host, err)
+	}
+	c.Close()
+}
+
+// PostgresServer returns the URL of the test PostgreSQL server's maintenance database.
+func PostgresServer(t testing.TB) string {
+	t.Helper()
+	u := env("VERDICT_TEST_POSTGRES", DefaultPostgres)
+	reachable(t, "PostgreSQL", u)
+	return u
+}
+
+// PostgresDB creates a fresh, empty database for this test and returns its URL; it is dropped
+// when the test ends.
+func PostgresDB(t testing.TB) string {
+	t.Helper()
+	server := PostgresServer(t)
+	admin, err := sql.Open("pgx", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	name := "verdict_test_" + strings.ToLower(randomSuffix())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		a, err := sql.Open("pgx", server)
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		_, _ = a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+	})
+	u, _ := url.Parse(server)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// RedisURL returns the test Redis server's URL. Tests must use keys under a prefix of their own
+// (see KeyPrefix) because the server is shared.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	u := env("VERDICT_TEST_REDIS", DefaultRedis)
+	reachable(t, "Redis", u)
+	return u
+}
+
+// KeyPrefix returns a unique key prefix for one test's Redis keys.
+func KeyPrefix(t testing.TB) string { return "test:" + randomSuffix() + ":" }
+
+// DockerHost returns the Docker engine address (DOCKER_HOST or the local socket) after
+// checking that the socket exists.
+func DockerHost(t testing.TB) string {
+	t.Helper()
+	h := env("DOCKER_HOST", "unix:///var/run/docker.sock")
+	if p, ok := strings.CutPrefix(h, "unix://"); ok {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("Docker engine socket %s is missing (%v): run the tests with scripts/test.sh, which installs and starts dockerd", p, err)
+		}
+	}
+	return h
+}
+
+func randomSuffix() string { return domain.RandomHex(6) }

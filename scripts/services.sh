@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Makes sure the real services the tests use are installed and running on this Debian machine:
+# the Docker engine, PostgreSQL and Redis. Idempotent: a service that already answers is reused,
+# whoever started it. Missing software is installed from Debian packages with apt-get.
+#
+# Progress goes to stderr; stdout carries only `export NAME=value` lines, so callers can do
+#   vars=$(scripts/services.sh) && eval "$vars"
+# The addresses match internal/testenv/testenv.go.
+set -euo pipefail
+
+STATE=${VERDICT_TEST_STATE:-/tmp/verdict-test}
+PG_PORT=${VERDICT_TEST_PG_PORT:-55432}
+REDIS_PORT=${VERDICT_TEST_REDIS_PORT:-56379}
+
+log() { printf 'services: %s\n' "$*" >&2; }
+die() {
+	printf 'services: ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+# apt_install PKG... installs Debian packages, running `apt-get update` once per script run and
+# only when something actually has to be installed.
+APT_UPDATED=
+apt_install() {
+	command -v apt-get >/dev/null || die "apt-get not found: cannot install $*"
+	if [[ -z $APT_UPDATED ]]; then
+		log "apt-get update"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
+		APT_UPDATED=1
+	fi
+	log "installing $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 ||
+		die "apt-get install $* failed"
+}
+
+# wait_for SECONDS CMD... retries CMD every half second until it succeeds.
+wait_for() {
+	local secs=$1
+	shift
+	local i
+	for ((i = 0; i < secs * 2; i++)); do
+		if "$@" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+
+mkdir -p "$STATE"
+# Other users (postgres) must be able to reach their own folder under it.
+chmod 755 "$STATE"
+
+# --- Docker engine -----------------------------------------------------------------------------
+docker_up() { docker info >/dev/null 2>&1; }
+
+ensure_docker() {
+	if command -v docker >/dev/null && docker_up; then
+		log "docker: engine answers"
+		return
+	fi
+	if [[ ! -x /usr/sbin/dockerd ]] || ! command -v docker >/dev/null; then
+		apt_install docker.io
+	fi
+	[[ -x /usr/sbin/dockerd ]] || die "docker: /usr/sbin/dockerd missing after installing docker.io"
+	if ! docker_up; then
+		log "docker: starting dockerd (log: $STATE/dockerd.log)"
+		# setsid+nohup: the daemon must outlive this script and the shell that ran it.
+		# shellcheck disable=SC2086 # VERDICT_DOCKERD_ARGS is a list of flags on purpose.
+		setsid nohup /usr/sbin/dockerd ${VERDICT_DOCKERD_ARGS:-} >"$STATE/dockerd.log" 2>&1 </dev/null &
+		if ! wait_for 90 docker_up; then
+			tail -n 30 "$STATE/dockerd.log" >&2 || true
+			die "docker: dockerd did not answer within 90s (see $STATE/dockerd.log)"
+		fi
+	fi
+	log "docker: engine answers ($(docker version --format '{{.Server.Version}} API {{.Server.APIVersion}}' 2>/dev/null))"
+}
+
+# --- PostgreSQL --------------------------------------------------------------------------------
+PG_BIN=
+find_pg_bin() {
+	local d
+	for d in /usr/local/bin /usr/lib/postgresql/*/bin; do
+		if [[ -x $d/initdb && -x $d/pg_ctl && -x $d/postgres ]]; then
+			PG_BIN=$d
+			return 0
+		fi
+	done
+	return 1
+}
+
+pg_up() {
+	if command -v pg_isready >/dev/null; then
+		pg_isready -q -h 127.0.0.1 -p "$PG_PORT"
+	elif command -v psql >/dev/null; then
+		psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -Atqc 'select 1' >/dev/null
+	else
+		# Without client tools, an open port is the best available sign of life.
+		(exec 3<>"/dev/tcp/127.0.0.1/$PG_PORT") 2>/dev/null
+	fi
+}
+
+ensure_postgres() {
+	if pg_up; then
+		log "postgres: 127.0.0.1:$PG_PORT answers, reusing it"
+		return
+	fi
+	find_pg_bin || { apt_install postgresql && find_pg_bin; } ||
+		die "postgres: no initdb/pg_ctl/postgres found, even after installing postgresql"
+	if ! id postgres >/dev/null 2>&1; then
+		log "postgres: creating the postgres system user"
+		useradd --system --user-group --home-dir "$STATE/pg" --shell /bin/bash postgres ||
+			die "postgres: could not create the postgres user"
+	fi
+	local dir=$STATE/pg
+	mkdir -p "$dir"
+	chown postgres: "$dir"
+	if [[ ! -s $dir/data/PG_VERSION ]]; then
+		log "postgres: initdb $dir/data"
+		runuser -u postgres -- "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
+			>"$dir/initdb.log" 2>&1 || die "postgres: initdb failed (see $dir/initdb.log)"
+	fi
+	log "postgres: starting on 127.0.0.1:$PG_PORT (log: $dir/postgres.log)"
+	runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+		-o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+		start >&2 || die "postgres: pg_ctl start failed (see $dir/postgres.log)"
+	wait_for 30 pg_up || die "postgres: not answering on 127.0.0.1:$PG_PORT"
+	log "postgres: up"
+}
+
+# --- Redis -------------------------------------------------------------------------------------
+redis_up() {
+	if command -v redis-cli >/dev/null; then
+		[[ $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]
+	else
+		(exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null
+	fi
+}
+
+ensure_redis() {
+	if redis_up; then
+		log "redis: 127.0.0.1:$REDIS_PORT answers, reusing it"
+		return
+	fi
+	command -v redis-server >/dev/null || apt_install redis-server
+	command -v redis-server >/dev/null || die "redis: redis-server missing after installing redis-server"
+	local dir=$STATE/redis
+	mkdir -p "$dir"
+	log "redis: starting on 127.0.0.1:$REDIS_PORT (log: $dir/redis.log)"
+	# No persistence: test data is throwaway and fsyncs only slow the tests down.
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize yes --dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" >&2 ||
+		die "redis: redis-server failed to start (see $dir/redis.log)"
+	wait_for 30 redis_up || die "redis: not answering on 127.0.0.1:$REDIS_PORT"
+	log "redis: up"
+}
+
+# --- Later services ----------------------------------------------------------------------------
+# stripe-mock (go install github.com/stripe/stripe-mock@v0.203.0) and Debian chromium go here:
+# one ensure_<name> function each, called below, exporting its address the same way.
+
+ensure_docker
+ensure_postgres
+ensure_redis
+
+VERDICT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+VERDICT_TEST_REDIS="redis://127.0.0.1:$REDIS_PORT/0"
+export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS
+printf 'export VERDICT_TEST_POSTGRES=%q\n' "$VERDICT_TEST_POSTGRES"
+printf 'export VERDICT_TEST_REDIS=%q\n' "$VERDICT_TEST_REDIS"

@@ -1,0 +1,105 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"verdict/internal/domain"
+)
+
+type orgRepo struct{ s *Store }
+
+const orgColumns = `id, name, slug, plan, ai_analysis_enabled, features, provider_customer_id, billing,
+	storage_used_bytes, created_at`
+
+func scanOrg(r scanner) (*domain.Organization, error) {
+	var o domain.Organization
+	var features, billing string
+	var customerID sql.NullString
+	var created int64
+	if err := r.Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.AIAnalysisEnabled, &features, &customerID, &billing,
+		&o.StorageUsedBytes, &created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(features), &o.Features); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(billing), &o.Billing); err != nil {
+		return nil, err
+	}
+	o.Billing.ProviderCustomerID = customerID.String
+	o.CreatedAt = fromMillis(created)
+	return &o, nil
+}
+
+// billingParams splits billing into the indexed customer ID (NULL when unset, so organizations
+// without one never collide) and the JSON of the rest.
+func billingParams(b domain.Billing) (customerID any, rest string, err error) {
+	if b.ProviderCustomerID != "" {
+		customerID = b.ProviderCustomerID
+	}
+	b.ProviderCustomerID = ""
+	j, err := json.Marshal(b)
+	return customerID, string(j), err
+}
+
+func (r orgRepo) Create(ctx context.Context, o *domain.Organization) error {
+	ensureID(&o.ID)
+	features, err := json.Marshal(o.Features)
+	if err != nil {
+		return err
+	}
+	customerID, billing, err := billingParams(o.Billing)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		o.ID, o.Name, o.Slug, o.Plan, o.AIAnalysisEnabled, string(features), customerID, billing,
+		o.StorageUsedBytes, millis(o.CreatedAt))
+	return err
+}
+
+func (r orgRepo) Get(ctx context.Context, id string) (*domain.Organization, error) {
+	return get(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE id = ?`, id)
+}
+
+func (r orgRepo) GetByCustomerID(ctx context.Context, providerCustomerID string) (*domain.Organization, error) {
+	return get(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE provider_customer_id = ?`,
+		providerCustomerID)
+}
+
+// Lock reads the row FOR UPDATE on PostgreSQL. On SQLite the transaction already holds the
+// database's write lock, so this only checks that the organization exists.
+func (r orgRepo) Lock(ctx context.Context, id string) error {
+	var got string
+	err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(`SELECT id FROM organizations WHERE id = ?`+r.s.d.forUpdate), id).
+		Scan(&got)
+	return r.s.mapErr(err)
+}
+
+func (r orgRepo) UpdateSettings(ctx context.Context, id, name string, aiAnalysisEnabled bool, features domain.Features) error {
+	f, err := json.Marshal(features)
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, `UPDATE organizations SET name = ?, ai_analysis_enabled = ?, features = ? WHERE id = ?`,
+		name, aiAnalysisEnabled, string(f), id)
+}
+
+func (r orgRepo) UpdatePlan(ctx context.Context, id string, plan domain.Plan, billing domain.Billing) error {
+	customerID, rest, err := billingParams(billing)
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, `UPDATE organizations SET plan = ?, provider_customer_id = ?, billing = ? WHERE id = ?`,
+		plan, customerID, rest, id)
+}
+
+// AddStorageUsed adds delta (negative to release) and never goes below zero, so a release
+// counted twice cannot leave the organization with negative usage.
+func (r orgRepo) AddStorageUsed(ctx context.Context, id string, delta int64) error {
+	return r.s.execOne(ctx, `UPDATE organizations
+		SET storage_used_bytes = CASE WHEN storage_used_bytes + ? < 0 THEN 0 ELSE storage_used_bytes + ? END
+		WHERE id = ?`, delta, delta, id)
+}

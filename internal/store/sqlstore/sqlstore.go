@@ -1,0 +1,285 @@
+// Package sqlstore implements the store contracts with database/sql, once, for SQLite
+// (modernc.org/sqlite) and PostgreSQL (pgx). What differs between the two lives in dialect.go
+// and in the per-dialect migrations.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrations embed.FS
+
+// Store is a store.Store on one database. Inside InTx it is bound to that transaction.
+type Store struct {
+	db *sql.DB
+	d  *dialect
+	q  querier // db, or tx inside InTx
+	tx *sql.Tx
+}
+
+var _ store.Store = (*Store)(nil)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Open connects to the database named by databaseURL: empty for the SQLite file
+// <dataDir>/verdict.db, postgres:// or postgresql:// for PostgreSQL, sqlite:<path> or
+// file:<path> for another SQLite file. It does not migrate; call Migrate for that.
+func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	switch {
+	case databaseURL == "":
+		return openSQLite(ctx, filepath.Join(dataDir, "verdict.db"))
+	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
+		return openPostgres(ctx, databaseURL)
+	case strings.HasPrefix(databaseURL, "sqlite:"), strings.HasPrefix(databaseURL, "file:"):
+		_, rest, _ := strings.Cut(databaseURL, ":")
+		path := strings.TrimPrefix(rest, "//") // sqlite:///abs/x.db and sqlite:x.db both work
+		if path == "" || strings.ContainsAny(path, "?#") {
+			// The store sets its own connection parameters; taking the user's too would let
+			// them undo the locking guarantees below.
+			return nil, fmt.Errorf("sqlstore: SQLite URL %q must be a plain file path without parameters", databaseURL)
+		}
+		return openSQLite(ctx, path)
+	default:
+		scheme, _, _ := strings.Cut(databaseURL, ":")
+		return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q (want postgres://, sqlite: or file:)", scheme)
+	}
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlstore: create data folder: %w", err)
+	}
+	// WAL lets readers run beside the one writer. _txlock=immediate makes BEGIN take the write
+	// lock, so a write transaction waits (busy_timeout) at its start instead of failing with
+	// SQLITE_BUSY when a read would upgrade to a write mid-transaction.
+	dsn := path + "?" + url.Values{
+		"_pragma": {"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)"},
+		"_txlock": {"immediate"},
+	}.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	// SQLite runs in-process, so connections beyond the cores add little; but a writer
+	// waiting for the lock holds a connection, so keep some spare for readers. Idle
+	// connections are kept: reopening one re-runs the pragmas.
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	return newStore(ctx, db, sqliteDialect)
+}
+
+func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	// Per replica: PostgreSQL's default max_connections is 100, so ten replicas fit with room
+	// for migrations and operators. Idle connections are returned after a burst.
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return newStore(ctx, db, newPostgresDialect())
+}
+
+func newStore(ctx context.Context, db *sql.DB, d *dialect) (*Store, error) {
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: connect to %s: %w", d.name, err)
+	}
+	return &Store{db: db, d: d, q: db}, nil
+}
+
+// Migrate applies the embedded migrations of the store's dialect that the database lacks. On
+// PostgreSQL an advisory lock makes replicas that start together apply them once.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.tx != nil {
+		return errors.New("sqlstore: Migrate inside a transaction")
+	}
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.name)
+	if err != nil {
+		return err
+	}
+	opts := []goose.ProviderOption{goose.WithLogger(goose.NopLogger())}
+	if s.d.name == "postgres" {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(s.d.goose, s.db, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) Users() store.UserRepo                 { return userRepo{s} }
+func (s *Store) Organizations() store.OrganizationRepo { return orgRepo{s} }
+func (s *Store) Invitations() store.InvitationRepo     { return invitationRepo{s} }
+func (s *Store) APIKeys() store.APIKeyRepo             { return apiKeyRepo{s} }
+func (s *Store) Audit() store.AuditRepo                { return auditRepo{s} }
+func (s *Store) Outbox() store.OutboxRepo              { return outboxRepo{s} }
+
+// Dialect reports "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.name }
+
+// Ping checks the connection.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the database; the Store bound to a transaction cannot close it.
+func (s *Store) Close() error {
+	if s.tx != nil {
+		return errors.New("sqlstore: Close inside a transaction")
+	}
+	return s.db.Close()
+}
+
+// InTx runs fn in one transaction, committed when fn returns nil and rolled back otherwise
+// (or when it panics). Inside a transaction it runs fn in the same one.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) error {
+	return s.inTx(ctx, func(tx *Store) error { return fn(tx) })
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // no-op after Commit
+	if err := fn(&Store{db: s.db, d: s.d, q: tx, tx: tx}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// mapErr turns driver errors into the store's: no row → ErrNotFound, unique violation →
+// ErrConflict (keeping the driver's text for logs).
+func (s *Store) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound
+	case s.d.isUnique(err):
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}
+
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	r, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	return r, s.mapErr(err)
+}
+
+// execOne runs a write that must touch a row: none (missing, another organization's, or a
+// failed condition) is ErrNotFound.
+func (s *Store) execOne(ctx context.Context, query string, args ...any) error {
+	r, err := s.exec(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// get runs a query for one row and scans it.
+func get[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) (*T, error) {
+	v, err := scan(s.q.QueryRowContext(ctx, s.d.rebind(query), args...))
+	return v, s.mapErr(err)
+}
+
+// list runs a query and scans every row; never nil, so it encodes as [] rather than null.
+func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, rows.Err()
+}
+
+// count runs a SELECT COUNT(*).
+func (s *Store) count(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := s.q.QueryRowContext(ctx, s.d.rebind(query), args...).Scan(&n)
+	return n, s.mapErr(err)
+}
+
+// Timestamps are stored as unix milliseconds in both dialects.
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// nullMillis is the parameter for a nullable timestamp column.
+func nullMillis(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func timePtr(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromMillis(n.Int64)
+	return &t
+}
+
+// ensureID gives a new record an identifier when the caller left it empty.
+func ensureID(id *string) {
+	if *id == "" {
+		*id = domain.NewID()
+	}
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"net/http"
+
+	"verdict/internal/identity"
+)
+
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Email            string `json:"email"`
+		Password         string `json:"password"`
+		Name             string `json:"name"`
+		OrganizationName string `json:"organizationName"`
+		InviteToken      string `json:"inviteToken"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		writeDomainError(w, err)
+		return
+	}
+	sess, err := s.identity.Signup(r.Context(), identity.SignupInput(in))
+	if err != nil {
+		s.fail(w, r, err, "Signup failed")
+		return
+	}
+	created(w, sessionView(sess))
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		writeDomainError(w, err)
+		return
+	}
+	sess, err := s.identity.Login(r.Context(), in.Email, in.Password)
+	if err != nil {
+		s.fail(w, r, err, "Login failed")
+		return
+	}
+	ok(w, sessionView(sess))
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	u, org, count, err := s.identity.Me(r.Context(), principalFrom(r))
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch user info")
+		return
+	}
+	o := orgView(org, count)
+	delete(o, "createdAt")
+	data := userView(u)
+	delete(data, "createdAt")
+	data["organization"] = o
+	ok(w, obj{"data": data})
+}
+
+// logout is stateless (SPEC, DECISIONS 4): the client discards its token.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	ok(w, obj{"message": "Logged out; discard the token on the client"})
+}
+
+func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		writeDomainError(w, err)
+		return
+	}
+	k, value, err := s.identity.CreateAPIKey(r.Context(), principalFrom(r), in.Name)
+	if err != nil {
+		s.fail(w, r, err, "Failed to create API key")
+		return
+	}
+	v := apiKeyView(k)
+	delete(v, "lastUsedAt")
+	created(w, obj{"apiKey": value, "data": v})
+}
+
+func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) {
+	all := r.URL.Query().Get("all") == "true"
+	keys, err := s.identity.ListAPIKeys(r.Context(), principalFrom(r), all)
+	if err != nil {
+		s.fail(w, r, err, "Failed to list API keys")
+		return
+	}
+	out := make([]obj, len(keys))
+	for i := range keys {
+		out[i] = apiKeyView(&keys[i])
+	}
+	ok(w, obj{"data": out})
+}
+
+func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) {
+	if err := s.identity.RevokeAPIKey(r.Context(), principalFrom(r), r.PathValue("id")); err != nil {
+		s.fail(w, r, err, "Failed to revoke API key")
+		return
+	}
+	ok(w, obj{"message": "API key revoked"})
+}

@@ -1,0 +1,242 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+)
+
+// access says who may call a route.
+type access int
+
+const (
+	public      access = iota // no credentials
+	bearer                    // a JWT only
+	bearerOrKey               // a JWT or an API key (DECISIONS 9)
+)
+
+// limitKey says what a rate limit counts by.
+type limitKey int
+
+const (
+	byIP limitKey = iota
+	byOrg
+)
+
+// Rule is one rate limit: Limit requests per Window, counted in bucket Name.
+type Rule struct {
+	Name   string
+	Limit  int
+	Window time.Duration
+	Key    limitKey
+}
+
+// RateLimits are the buckets of SPEC Limits and DECISIONS 6, by name.
+type RateLimits map[string]Rule
+
+// DefaultRateLimits returns the SPEC's limits.
+func DefaultRateLimits() RateLimits {
+	m := time.Minute
+	return RateLimits{
+		"signup":             {Limit: 5, Window: m, Key: byIP},
+		"login":              {Limit: 5, Window: m, Key: byIP},
+		"me":                 {Limit: 100, Window: m, Key: byOrg},
+		"logout":             {Limit: 100, Window: m, Key: byOrg},
+		"invite":             {Limit: 5, Window: m, Key: byOrg},
+		"invitations":        {Limit: 100, Window: m, Key: byOrg},
+		"invitations-public": {Limit: 100, Window: m, Key: byIP},
+		"api":                {Limit: 100, Window: m, Key: byOrg},
+		"strict":             {Limit: 10, Window: m, Key: byOrg},
+	}
+}
+
+type ctxKey int
+
+const principalKey ctxKey = 0
+
+func principalFrom(r *http.Request) *identity.Principal {
+	p, _ := r.Context().Value(principalKey).(*identity.Principal)
+	return p
+}
+
+// routeOpts describe a route's access, role and rate-limit bucket.
+type routeOpts struct {
+	access access
+	admin  bool   // admin only (403 for others)
+	limit  string // bucket name in RateLimits; "" = none
+}
+
+// handle registers pattern with the middleware its options ask for, outermost first:
+// IP-keyed limits (before any work), authentication, role, organization-keyed limits.
+func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	next := h
+	if o.limit != "" {
+		rule, ok := s.limits[o.limit]
+		if !ok {
+			panic("api: no rate limit named " + o.limit)
+		}
+		rule.Name = o.limit
+		next = s.rateLimit(rule, next)
+		if rule.Key == byOrg && o.access == public {
+			panic("api: an organization-keyed limit on a public route: " + pattern)
+		}
+	}
+	if o.admin {
+		next = requireAdmin(next)
+	}
+	if o.access != public {
+		next = s.authenticate(o.access == bearerOrKey, next)
+	}
+	s.mux.HandleFunc(pattern, next)
+}
+
+func requireAdmin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !principalFrom(r).IsAdmin() {
+			writeDomainError(w, domain.Forbidden("Forbidden", "This action needs the admin role"))
+			return
+		}
+		next(w, r)
+	}
+}
+
+var (
+	errInvalidToken  = domain.Unauthorized("Invalid or expired token", "The bearer token is invalid or expired")
+	errKeyNotAllowed = domain.Forbidden("API key not allowed", "This route needs a bearer token from a signed-in user; API keys are for CI routes")
+)
+
+// authenticate resolves the caller from a bearer JWT or, where allowed, an x-api-key header,
+// and re-reads the user on every request (DECISIONS 3).
+func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var (
+			p   *identity.Principal
+			err error
+		)
+		authz := r.Header.Get("Authorization")
+		key := r.Header.Get("X-Api-Key")
+		switch {
+		case authz != "":
+			token, found := strings.CutPrefix(authz, "Bearer ")
+			if !found || token == "" {
+				writeDomainError(w, errInvalidToken)
+				return
+			}
+			claims, verr := s.jwt.Verify(token)
+			if verr != nil {
+				writeDomainError(w, errInvalidToken)
+				return
+			}
+			p, err = s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
+		case key != "":
+			if !keysAllowed {
+				writeDomainError(w, errKeyNotAllowed)
+				return
+			}
+			p, err = s.identity.AuthenticateKey(r.Context(), key)
+		default:
+			writeDomainError(w, identity.ErrAuthRequired())
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err, "Authentication failed")
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	}
+}
+
+// rateLimit counts the request in its bucket, sets the X-RateLimit headers, and answers 429
+// past the limit. A limiter failure lets the request through (logged): an outage of Redis must
+// not take the API down with it.
+func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var key string
+		if rule.Key == byOrg {
+			key = "rl:" + rule.Name + ":org:" + principalFrom(r).OrgID
+		} else {
+			key = "rl:" + rule.Name + ":ip:" + clientIP(r, s.proxies)
+		}
+		d, err := s.limiter.Allow(r.Context(), key, rule.Limit, rule.Window)
+		if err != nil {
+			s.log.Warn("rate limiter unavailable; request let through", "bucket", rule.Name, "err", err)
+			next(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.ResetAt.Unix(), 10))
+		if !d.Allowed {
+			secs := int((d.RetryAfter + time.Second - 1) / time.Second)
+			h.Set("Retry-After", strconv.Itoa(secs))
+			writeDomainError(w, domain.TooMany("Rate limit exceeded",
+				fmt.Sprintf("Too many requests; try again in %d seconds", secs)).With("retryAfter", secs))
+			return
+		}
+		next(w, r)
+	}
+}
+
+// statusRecorder remembers the status for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushing, hijacking for
+// websockets).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// outer wraps the whole mux: panic recovery into a JSON 500, baseline security headers, and a
+// debug-level access log (query strings are left out: report tokens travel there).
+func (s *Server) outer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		if !strings.HasPrefix(r.URL.Path, "/reports/") {
+			h.Set("X-Frame-Options", "DENY")
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeDomainError(rec, domain.Internal("Internal server error", "An internal error occurred; it has been logged"))
+				}
+			}
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+			}
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}

@@ -1,0 +1,154 @@
+// Package api is Verdict's HTTP interface: routing, middleware (authentication, tenancy, rate
+// limits, errors) and a file per resource. Handlers are thin: decode, call a service, encode.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"verdict/internal/auth"
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/ratelimit"
+)
+
+// TokenVerifier checks a bearer JWT.
+type TokenVerifier interface {
+	Verify(token string) (auth.Claims, error)
+}
+
+// Checker is a readiness probe of one dependency.
+type Checker struct {
+	Name  string
+	Check func(ctx context.Context) error
+	// Optional ones are reported but do not make the service unready (the API serves without
+	// a Docker engine; runs wait for one).
+	Optional bool
+}
+
+// Deps are the services the API calls.
+type Deps struct {
+	Identity   *identity.Service
+	JWT        TokenVerifier
+	Limiter    *ratelimit.Limiter
+	RateLimits RateLimits // nil = DefaultRateLimits
+	Proxies    []netip.Prefix
+	Ready      []Checker
+	Log        *slog.Logger
+	Clock      domain.Clock
+	Version    string
+}
+
+// Server routes requests to handlers.
+type Server struct {
+	identity *identity.Service
+	jwt      TokenVerifier
+	limiter  *ratelimit.Limiter
+	limits   RateLimits
+	proxies  []netip.Prefix
+	ready    []Checker
+	log      *slog.Logger
+	clock    domain.Clock
+	version  string
+
+	mux      *http.ServeMux
+	patterns []string
+	handler  http.Handler
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	if d.RateLimits == nil {
+		d.RateLimits = DefaultRateLimits()
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	s := &Server{identity: d.Identity, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
+		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+	s.routes()
+	s.handler = s.outer(s.mux)
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Patterns lists every registered route pattern ("METHOD /path/{param}").
+func (s *Server) Patterns() []string { return append([]string(nil), s.patterns...) }
+
+// Mount adds a handler that brings its own authentication (Socket.IO, reports).
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
+func (s *Server) routes() {
+	pub := routeOpts{access: public}
+	s.handle("GET /healthz", pub, s.healthz)
+	s.handle("GET /readyz", pub, s.readyz)
+	s.handle("GET /api/openapi.yaml", pub, serveOpenAPI)
+
+	s.handle("POST /api/auth/signup", routeOpts{access: public, limit: "signup"}, s.signup)
+	s.handle("POST /api/auth/login", routeOpts{access: public, limit: "login"}, s.login)
+	s.handle("GET /api/auth/me", routeOpts{access: bearerOrKey, limit: "me"}, s.me)
+	s.handle("POST /api/auth/logout", routeOpts{access: bearer, limit: "logout"}, s.logout)
+	s.handle("POST /api/auth/api-keys", routeOpts{access: bearer, limit: "strict"}, s.createAPIKey)
+	s.handle("GET /api/auth/api-keys", routeOpts{access: bearer, limit: "api"}, s.listAPIKeys)
+	s.handle("DELETE /api/auth/api-keys/{id}", routeOpts{access: bearer, limit: "strict"}, s.revokeAPIKey)
+
+	s.handle("GET /api/users", routeOpts{access: bearerOrKey, limit: "api"}, s.listUsers)
+	s.handle("GET /api/users/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.getUser)
+	s.handle("PATCH /api/users/{id}/role", routeOpts{access: bearer, admin: true, limit: "strict"}, s.changeRole)
+	s.handle("PATCH /api/users/{id}/status", routeOpts{access: bearer, admin: true, limit: "strict"}, s.changeStatus)
+	s.handle("DELETE /api/users/{id}", routeOpts{access: bearer, admin: true, limit: "strict"}, s.deleteUser)
+
+	s.handle("GET /api/organization", routeOpts{access: bearerOrKey, limit: "api"}, s.getOrganization)
+	s.handle("PATCH /api/organization", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchOrganization)
+	s.handle("GET /api/organization/usage", routeOpts{access: bearerOrKey, limit: "api"}, s.usage)
+	s.handle("PATCH /api/organization/ai-analysis", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchAIAnalysis)
+	s.handle("PATCH /api/organization/features", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchFeatures)
+
+	s.handle("POST /api/invitations", routeOpts{access: bearer, admin: true, limit: "invite"}, s.invite)
+	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, admin: true, limit: "invite"}, s.invite)
+	s.handle("GET /api/invitations", routeOpts{access: bearer, admin: true, limit: "invitations"}, s.listInvitations)
+	s.handle("DELETE /api/invitations/{id}", routeOpts{access: bearer, admin: true, limit: "invitations"}, s.revokeInvitation)
+	s.handle("GET /api/invitations/validate/{token}", routeOpts{access: public, limit: "invitations-public"}, s.validateInvitation)
+	s.handle("POST /api/invitations/accept", routeOpts{access: bearer, limit: "invitations"}, s.acceptInvitation)
+
+	// Unknown /api routes answer JSON, not the mux's text 404.
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeDomainError(w, domain.NotFound("Not found", "No such route: "+r.Method+" "+r.URL.Path))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ok(w, obj{"status": "ok", "version": s.version})
+}
+
+// readyz reports each dependency; 503 when a required one fails.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	checks := obj{}
+	ready := true
+	for _, c := range s.ready {
+		if err := c.Check(ctx); err != nil {
+			checks[c.Name] = obj{"ok": false, "error": err.Error(), "optional": c.Optional}
+			ready = ready && c.Optional
+		} else {
+			checks[c.Name] = obj{"ok": true}
+		}
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, obj{"success": ready, "ready": ready, "checks": checks})
+}

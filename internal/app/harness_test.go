@@ -1,0 +1,260 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"verdict/internal/api"
+	"verdict/internal/app"
+	"verdict/internal/config"
+	"verdict/internal/testenv"
+)
+
+// clock is a controlled clock: tests move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// harness is one Verdict on a real database behind a real HTTP server.
+type harness struct {
+	t     *testing.T
+	app   *app.App
+	srv   *httptest.Server
+	clock *clock
+}
+
+type harnessOpts struct {
+	dialect    string // "sqlite" or "postgres"
+	redis      bool
+	rateLimits api.RateLimits // nil: generous limits, so tests other than the rate-limit ones never trip them
+	env        map[string]string
+}
+
+func generousLimits() api.RateLimits {
+	l := api.DefaultRateLimits()
+	for k, r := range l {
+		r.Limit = 100000
+		l[k] = r
+	}
+	return l
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	env := map[string]string{
+		"VERDICT_DATA_DIR":   t.TempDir(),
+		"JWT_SECRET":         "test-secret-test-secret-test-secret-0123",
+		"ENCRYPTION_KEY":     strings.Repeat("ab", 32),
+		"VERDICT_PUBLIC_URL": "http://verdict.test",
+		"VERDICT_LOG_LEVEL":  "error",
+	}
+	if o.dialect == "postgres" {
+		env["DATABASE_URL"] = testenv.PostgresDB(t)
+	}
+	if o.redis {
+		env["REDIS_URL"] = testenv.RedisURL(t)
+	}
+	for k, v := range o.env {
+		env[k] = v
+	}
+	cfg, err := config.LoadFrom(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.rateLimits == nil {
+		o.rateLimits = generousLimits()
+	}
+	c := &clock{t: time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)}
+	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test"}
+	if o.redis {
+		opts.RedisPrefix = testenv.KeyPrefix(t)
+	}
+	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.API)
+	t.Cleanup(func() { srv.Close(); a.Close() })
+	return &harness{t: t, app: a, srv: srv, clock: c}
+}
+
+// forEachDB runs fn as subtests on SQLite and on PostgreSQL.
+func forEachDB(t *testing.T, fn func(t *testing.T, h *harness)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) { fn(t, newHarness(t, harnessOpts{dialect: d})) })
+	}
+}
+
+// resp is a decoded JSON answer.
+type resp struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r resp) str(path ...string) string {
+	v := r.get(path...)
+	s, _ := v.(string)
+	return s
+}
+
+func (r resp) get(path ...string) any {
+	var v any = r.body
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// auth is how a request authenticates: a bearer token, an API key, or nothing.
+type auth struct{ token, key string }
+
+func bearer(tok string) auth { return auth{token: tok} }
+func apiKey(k string) auth   { return auth{key: k} }
+
+var anon = auth{}
+
+func (h *harness) do(method, path string, a auth, body any, hdr ...string) resp {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, h.srv.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	if a.key != "" {
+		req.Header.Set("X-Api-Key", a.key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &out.body); err != nil {
+			h.t.Fatalf("%s %s: bad JSON %q: %v", method, path, raw, err)
+		}
+	}
+	return out
+}
+
+// expect fails unless r has the status and, for errors, the SPEC error body with that text.
+func expect(t *testing.T, r resp, status int, errText string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.raw)
+	}
+	if errText != "" {
+		if r.body["success"] != false || r.str("error") != errText || r.str("message") == "" {
+			t.Fatalf("error body %s, want {success:false, error:%q, message}", r.raw, errText)
+		}
+	} else if status < 300 && r.body["success"] != true {
+		t.Fatalf("body %s lacks success:true", r.raw)
+	}
+}
+
+const password = "Str0ng!pass"
+
+// account is a signed-up user.
+type account struct {
+	id, email, token, orgID string
+}
+
+func (h *harness) signup(email, org string) account {
+	h.t.Helper()
+	r := h.do("POST", "/api/auth/signup", anon, map[string]any{"email": email, "password": password, "name": "User " + email, "organizationName": org})
+	expect(h.t, r, 201, "")
+	return account{id: r.str("user", "id"), email: email, token: r.str("token"), orgID: r.str("user", "organizationId")}
+}
+
+var tokenInMail = regexp.MustCompile(`token=([0-9a-f]{64})`)
+
+// lastMailTo returns the text of the newest outbox mail to addr.
+func (h *harness) lastMailTo(addr string) (subject, text string) {
+	h.t.Helper()
+	mails, err := h.app.Store.Outbox().Claim(context.Background(), h.clock.Now().Add(time.Hour), h.clock.Now().Add(2*time.Hour), 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, m := range mails {
+		for _, to := range m.To {
+			if to == addr {
+				subject, text = m.Subject, m.Text
+			}
+		}
+	}
+	if text == "" {
+		h.t.Fatalf("no mail to %s in the outbox", addr)
+	}
+	return subject, text
+}
+
+// invite makes admin invite email with role and returns the token from the e-mail.
+func (h *harness) invite(admin account, email, role string) (id, token string) {
+	h.t.Helper()
+	r := h.do("POST", "/api/invitations", bearer(admin.token), map[string]any{"email": email, "role": role})
+	expect(h.t, r, 201, "")
+	_, text := h.lastMailTo(email)
+	m := tokenInMail.FindStringSubmatch(text)
+	if m == nil {
+		h.t.Fatalf("no token link in the invitation mail: %s", text)
+	}
+	return r.str("invitation", "id"), m[1]
+}
+
+// join signs email up through an invitation from admin with role.
+func (h *harness) join(admin account, email, role string) account {
+	h.t.Helper()
+	_, tok := h.invite(admin, email, role)
+	r := h.do("POST", "/api/auth/signup", anon, map[string]any{"email": email, "password": password, "name": "Member " + email, "inviteToken": tok})
+	expect(h.t, r, 201, "")
+	return account{id: r.str("user", "id"), email: email, token: r.str("token"), orgID: r.str("user", "organizationId")}
+}

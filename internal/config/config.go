@@ -1,0 +1,186 @@
+// Package config reads every setting from the environment once, at start, and validates it,
+// naming the bad setting in the error. Nothing else in Verdict reads the environment.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole configuration of `verdict serve`.
+type Config struct {
+	Addr      string `env:"VERDICT_ADDR" envDefault:"127.0.0.1:8080"`
+	DataDir   string `env:"VERDICT_DATA_DIR" envDefault:"./data"`
+	PublicURL string `env:"VERDICT_PUBLIC_URL"`
+	Dev       bool   `env:"VERDICT_DEV" envDefault:"false"`
+	LogLevel  string `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
+
+	DatabaseURL string `env:"DATABASE_URL"`
+	RedisURL    string `env:"REDIS_URL"`
+
+	JWTSecret     string        `env:"JWT_SECRET"`
+	JWTExpiry     time.Duration `env:"JWT_EXPIRY" envDefault:"24h"`
+	EncryptionKey string        `env:"ENCRYPTION_KEY"`
+
+	TrustedProxies []string `env:"VERDICT_TRUSTED_PROXIES" envSeparator:","`
+
+	SMTPHost     string `env:"SMTP_HOST"`
+	SMTPPort     int    `env:"SMTP_PORT" envDefault:"587"`
+	SMTPUsername string `env:"SMTP_USERNAME"`
+	SMTPPassword string `env:"SMTP_PASSWORD"`
+	SMTPFrom     string `env:"SMTP_FROM" envDefault:"Verdict <no-reply@verdict.local>"`
+	SMTPTLS      string `env:"SMTP_TLS" envDefault:"starttls"`
+
+	// Derived by Load.
+	Proxies []netip.Prefix `env:"-"`
+	EncKey  []byte         `env:"-"`
+}
+
+// Load reads the environment, fills dev-mode secrets, and validates.
+func Load() (*Config, error) { return LoadFrom(nil) }
+
+// LoadFrom is Load with an explicit environment (nil = the process environment), for tests.
+func LoadFrom(environ map[string]string) (*Config, error) {
+	c := &Config{}
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(c, opts); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if err := c.finish(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Config) finish() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("VERDICT_ADDR", "want host:port, got %q", c.Addr)
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.Addr
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if !strings.HasPrefix(c.PublicURL, "http://") && !strings.HasPrefix(c.PublicURL, "https://") {
+		bad("VERDICT_PUBLIC_URL", "want an http(s) URL, got %q", c.PublicURL)
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("VERDICT_LOG_LEVEL", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if u := c.DatabaseURL; u != "" && !hasAnyPrefix(u, "postgres://", "postgresql://", "sqlite:", "file:") {
+		bad("DATABASE_URL", "want postgres://…, sqlite:… or empty for the embedded SQLite")
+	}
+	if u := c.RedisURL; u != "" && !hasAnyPrefix(u, "redis://", "rediss://") {
+		bad("REDIS_URL", "want redis://… or rediss://…")
+	}
+	if c.JWTExpiry <= 0 {
+		bad("JWT_EXPIRY", "must be positive")
+	}
+	for _, p := range c.TrustedProxies {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			if a, err := netip.ParseAddr(p); err == nil {
+				p = netip.PrefixFrom(a, a.BitLen()).String()
+			}
+		}
+		pre, err := netip.ParsePrefix(p)
+		if err != nil {
+			bad("VERDICT_TRUSTED_PROXIES", "%q is not a CIDR", p)
+			continue
+		}
+		c.Proxies = append(c.Proxies, pre.Masked())
+	}
+	switch c.SMTPTLS {
+	case "none", "starttls", "tls":
+	default:
+		bad("SMTP_TLS", "want none, starttls or tls, got %q", c.SMTPTLS)
+	}
+	if c.SMTPHost != "" && (c.SMTPPort <= 0 || c.SMTPPort > 65535) {
+		bad("SMTP_PORT", "want 1..65535")
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return c.secrets()
+}
+
+// secrets checks JWT_SECRET and ENCRYPTION_KEY. In dev mode, missing ones are generated once and
+// kept in the data folder so tokens and encrypted values survive restarts.
+func (c *Config) secrets() error {
+	if c.JWTSecret == "" && c.Dev {
+		s, err := devSecret(c.DataDir, "jwt-secret")
+		if err != nil {
+			return fmt.Errorf("JWT_SECRET: %w", err)
+		}
+		c.JWTSecret = s
+	}
+	if len(c.JWTSecret) < 32 && !c.Dev {
+		return errors.New("JWT_SECRET: required, at least 32 bytes (or set VERDICT_DEV=true for a generated development secret)")
+	}
+	if c.JWTSecret == "" {
+		return errors.New("JWT_SECRET: required")
+	}
+	if c.EncryptionKey == "" && c.Dev {
+		s, err := devSecret(c.DataDir, "encryption-key")
+		if err != nil {
+			return fmt.Errorf("ENCRYPTION_KEY: %w", err)
+		}
+		c.EncryptionKey = s
+	}
+	k, err := hex.DecodeString(c.EncryptionKey)
+	if err != nil || len(k) != 32 {
+		return errors.New("ENCRYPTION_KEY: required, 64 hex characters (32 bytes for AES-256-GCM), or set VERDICT_DEV=true to generate one")
+	}
+	c.EncKey = k
+	return nil
+}
+
+// devSecret reads or creates <dataDir>/<name> holding 32 random bytes in hex.
+func devSecret(dataDir, name string) (string, error) {
+	p := filepath.Join(dataDir, name)
+	if b, err := os.ReadFile(p); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	s := hex.EncodeToString(b)
+	if err := os.WriteFile(p, []byte(s+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,112 @@
+// Package identity is the service behind accounts and tenancy: signup, login, users,
+// organizations, invitations and API keys. Handlers call it; it owns every rule of the SPEC's
+// identity sections and reaches the database only through store.Store.
+package identity
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+// Tokens issues session tokens (JWT).
+type Tokens interface {
+	Issue(userID, orgID string, role domain.Role) (string, error)
+}
+
+// Lockout counts failed logins per e-mail (SPEC Authentication 6).
+type Lockout interface {
+	Check(ctx context.Context, email string) (locked bool, retryAfter time.Duration, err error)
+	Fail(ctx context.Context, email string) (attemptsRemaining int, locked bool, retryAfter time.Duration, err error)
+	Succeed(ctx context.Context, email string) error
+}
+
+// Mailer renders the identity e-mails and enqueues them in the outbox of the transaction that
+// causes them, so a rolled-back change sends nothing and a committed one is never lost.
+type Mailer interface {
+	Invitation(ctx context.Context, outbox store.OutboxRepo, inv *domain.Invitation, org *domain.Organization, token string) error
+	Welcome(ctx context.Context, outbox store.OutboxRepo, u *domain.User, org *domain.Organization) error
+	// Sent is called after a commit that enqueued mail, to wake the sender.
+	Sent()
+}
+
+// RunCounter tells how many test runs an organization queued since a moment; the executions
+// package provides it (nil until then: zero runs).
+type RunCounter interface {
+	CountRunsSince(ctx context.Context, orgID string, since time.Time) (int, error)
+}
+
+// Service is the identity service.
+type Service struct {
+	store   store.Store
+	tokens  Tokens
+	lockout Lockout
+	mailer  Mailer
+	runs    RunCounter
+	clock   domain.Clock
+	newID   domain.IDGen
+	log     *slog.Logger
+}
+
+// Deps are the Service's collaborators. Clock and NewID default to the real ones.
+type Deps struct {
+	Store   store.Store
+	Tokens  Tokens
+	Lockout Lockout
+	Mailer  Mailer
+	Runs    RunCounter
+	Clock   domain.Clock
+	NewID   domain.IDGen
+	Log     *slog.Logger
+}
+
+// New builds a Service.
+func New(d Deps) *Service {
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.NewID == nil {
+		d.NewID = domain.NewID
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer,
+		runs: d.Runs, clock: d.Clock, newID: d.NewID, log: d.Log}
+}
+
+// SetRunCounter connects the executions' run counter once it exists.
+func (s *Service) SetRunCounter(r RunCounter) { s.runs = r }
+
+// Principal is who is calling: the user, their organization (from the token), and the role
+// as it is now in the database (DECISIONS 3).
+type Principal struct {
+	UserID   string
+	OrgID    string
+	Role     domain.Role
+	Email    string
+	Name     string
+	APIKeyID string // set when the call came with an API key
+}
+
+// IsAdmin reports whether the caller is an admin.
+func (p *Principal) IsAdmin() bool { return p.Role == domain.RoleAdmin }
+
+// CanWrite reports whether the caller may change runs and projects (admin or developer).
+func (p *Principal) CanWrite() bool {
+	return p.Role == domain.RoleAdmin || p.Role == domain.RoleDeveloper
+}
+
+var errForbidden = domain.Forbidden("Forbidden", "You do not have permission to do this")
+
+// notFound turns store.ErrNotFound into the given 404 and passes other errors on.
+func notFound(err error, e *domain.Error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return e
+	}
+	return err
+}

@@ -1,0 +1,430 @@
+// Package docker is the Docker Engine backend of the run plane: it runs each execution's
+// container on one engine through the Engine API (github.com/moby/moby/client), with the API
+// version negotiated so that old engines (API 1.40 and up) work.
+//
+// Every container is locked down by default: unprivileged, all capabilities dropped,
+// no-new-privileges, memory, CPU and process limits, no host mounts. Containers are never
+// auto-removed, because the reports are copied out after the exit; Remove does it.
+package docker
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"verdict/internal/run"
+)
+
+// Defaults for the zero fields of run.Resources.
+const (
+	DefaultMemoryBytes = 2 << 30 // 2 GiB
+	DefaultNanoCPUs    = 2e9     // 2 CPUs
+	DefaultPidsLimit   = 1024
+)
+
+// Options tune a Backend. The zero value is the safe default.
+type Options struct {
+	// Defaults for a Spec whose Resources fields are zero; zero here means the package defaults.
+	DefaultResources run.Resources
+	// Network is the network mode of run containers: "" is the engine's default bridge;
+	// "none" cuts them off (then BASE_URL cannot be reached).
+	Network string
+	// DisableInit runs the image's entrypoint as PID 1. By default the engine's init
+	// (docker-init) is PID 1, so suites that spawn browsers have their zombies reaped and
+	// SIGTERM reaches them on Stop.
+	DisableInit bool
+}
+
+// Backend runs containers on one Docker engine. It is safe for concurrent use.
+type Backend struct {
+	cli  *client.Client
+	opts Options
+
+	ncpuOnce sync.Once
+	ncpu     int64 // the engine's CPU count, 0 if unknown
+}
+
+var _ run.Backend = (*Backend)(nil)
+
+// New returns a backend for the engine at host ("unix:///var/run/docker.sock",
+// "tcp://host:2375"); an empty host means the environment's DOCKER_HOST (and its TLS
+// settings) or the local socket. It does not contact the engine: Ping does.
+func New(host string, opts Options) (*Backend, error) {
+	clientOpts := []client.Opt{client.FromEnv}
+	if host != "" {
+		clientOpts = append(clientOpts, client.WithHost(host))
+	}
+	cli, err := client.New(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for %q: %w", host, err)
+	}
+	if opts.DefaultResources.MemoryBytes <= 0 {
+		opts.DefaultResources.MemoryBytes = DefaultMemoryBytes
+	}
+	if opts.DefaultResources.NanoCPUs <= 0 {
+		opts.DefaultResources.NanoCPUs = DefaultNanoCPUs
+	}
+	if opts.DefaultResources.PidsLimit <= 0 {
+		opts.DefaultResources.PidsLimit = DefaultPidsLimit
+	}
+	return &Backend{cli: cli, opts: opts}, nil
+}
+
+// Close releases the client's connections.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// APIVersion is the Engine API version in use: the negotiated one after the first request
+// (Ping negotiates), the client's maximum before.
+func (b *Backend) APIVersion() string { return b.cli.ClientVersion() }
+
+// Ping checks that the engine answers and negotiates the API version.
+func (b *Backend) Ping(ctx context.Context) error {
+	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("docker engine at %s: %w", b.cli.DaemonHost(), err)
+	}
+	return nil
+}
+
+// EnsureImage inspects the image locally and pulls it only when it is absent.
+func (b *Backend) EnsureImage(ctx context.Context, image string) error {
+	_, err := b.cli.ImageInspect(ctx, image)
+	if err == nil {
+		return nil
+	}
+	// An invalid reference is as unobtainable as a missing image; anything else (engine down,
+	// timeout) is not the image's fault and must not be reported as "not found".
+	if !cerrdefs.IsNotFound(err) && !cerrdefs.IsInvalidArgument(err) {
+		return fmt.Errorf("inspect image %s: %w", image, err)
+	}
+	pull, err := b.cli.ImagePull(ctx, image, client.ImagePullOptions{})
+	if err == nil {
+		err = pull.Wait(ctx) // the pull's own failure arrives in the progress stream
+		_ = pull.Close()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("pull image %s: %w", image, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s is not on the engine and could not be pulled: %v", run.ErrImageNotFound, image, err)
+	}
+	return nil
+}
+
+// resources fills the zero fields of r from the defaults and keeps the CPU quota within the
+// engine's CPU count, which the engine would otherwise reject.
+func (b *Backend) resources(ctx context.Context, r run.Resources) run.Resources {
+	d := b.opts.DefaultResources
+	if r.MemoryBytes <= 0 {
+		r.MemoryBytes = d.MemoryBytes
+	}
+	if r.NanoCPUs <= 0 {
+		r.NanoCPUs = d.NanoCPUs
+	}
+	if r.PidsLimit <= 0 {
+		r.PidsLimit = d.PidsLimit
+	}
+	b.ncpuOnce.Do(func() {
+		// Detached from ctx: a cancelled first caller must not leave the count unknown for good.
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if info, err := b.cli.Info(ictx, client.InfoOptions{}); err == nil {
+			b.ncpu = int64(info.Info.NCPU)
+		}
+	})
+	if b.ncpu > 0 && r.NanoCPUs > b.ncpu*1e9 {
+		r.NanoCPUs = b.ncpu * 1e9
+	}
+	return r
+}
+
+// hostConfig is the locked-down host configuration every container gets.
+func (b *Backend) hostConfig(r run.Resources) *container.HostConfig {
+	pids := r.PidsLimit
+	hc := &container.HostConfig{
+		Privileged:     false,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: false, // suites write their reports under /app
+		NetworkMode:    container.NetworkMode(b.opts.Network),
+		Resources: container.Resources{
+			Memory:     r.MemoryBytes,
+			MemorySwap: r.MemoryBytes, // no swap on top of the memory limit
+			NanoCPUs:   r.NanoCPUs,
+			PidsLimit:  &pids,
+		},
+	}
+	if !b.opts.DisableInit {
+		init := true
+		hc.Init = &init
+	}
+	return hc
+}
+
+// Start creates and starts the container. A container that was created but could not start is
+// removed again.
+func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
+	if spec.Image == "" {
+		return "", errors.New("docker: spec has no image")
+	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[run.LabelManaged] = "true"
+
+	env := make([]string, 0, len(spec.Env))
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		env = append(env, k+"="+spec.Env[k])
+	}
+
+	hc := b.hostConfig(b.resources(ctx, spec.Resources))
+	if spec.HostGateway {
+		hc.ExtraHosts = []string{"host.docker.internal:host-gateway"}
+	}
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: spec.Name,
+		Config: &container.Config{
+			Image:      spec.Image,
+			Entrypoint: spec.Entrypoint,
+			Cmd:        spec.Args,
+			Env:        env,
+			Labels:     labels,
+		},
+		HostConfig: hc,
+	})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
+			return "", fmt.Errorf("%w: create container from %s: %v", run.ErrImageNotFound, spec.Image, err)
+		}
+		return "", fmt.Errorf("create container %s from %s: %w", spec.Name, spec.Image, err)
+	}
+	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		_ = b.Remove(context.WithoutCancel(ctx), created.ID)
+		return "", fmt.Errorf("start container %s from %s: %w", spec.Name, spec.Image, err)
+	}
+	return created.ID, nil
+}
+
+// Logs follows the container's stdout and stderr from its start until it exits, as one stream of
+// whole lines in the order the engine recorded them. Closing the stream stops the following.
+func (b *Backend) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
+	body, err := b.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{
+		ShowStdout: true, ShowStderr: true, Follow: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("logs of container %s: %w", id, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := demux(pw, body)
+		_ = body.Close()
+		pw.CloseWithError(err) // nil gives the reader io.EOF
+	}()
+	return &logStream{PipeReader: pr, body: body}, nil
+}
+
+// demux copies the engine's multiplexed stdout/stderr stream to dst as whole lines. A writer per
+// stream keeps a partial stdout line from being cut by a stderr line.
+func demux(dst io.Writer, src io.Reader) error {
+	out, errOut := &lineWriter{dst: dst}, &lineWriter{dst: dst}
+	_, err := stdcopy.StdCopy(out, errOut, src)
+	for _, w := range []*lineWriter{out, errOut} {
+		if ferr := w.flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+type logStream struct {
+	*io.PipeReader
+	body io.Closer
+}
+
+func (l *logStream) Close() error {
+	err := l.body.Close()
+	_ = l.PipeReader.Close()
+	return err
+}
+
+// lineWriter passes on only whole lines, holding back a partial last line until it is completed
+// or flushed. StdCopy calls the writers from one goroutine, so no locking is needed.
+type lineWriter struct {
+	dst     io.Writer
+	pending []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.pending = append(w.pending, p...)
+	i := bytes.LastIndexByte(w.pending, '\n')
+	if i < 0 {
+		return len(p), nil
+	}
+	if _, err := w.dst.Write(w.pending[:i+1]); err != nil {
+		return 0, err
+	}
+	w.pending = append(w.pending[:0], w.pending[i+1:]...)
+	return len(p), nil
+}
+
+// flush writes a last line that had no newline, ending it with one.
+func (w *lineWriter) flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	_, err := w.dst.Write(append(w.pending, '\n'))
+	w.pending = nil
+	return err
+}
+
+// Wait blocks until the container is not running and returns its exit code.
+func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
+	res := b.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case r := <-res.Result:
+		if r.Error != nil && r.Error.Message != "" {
+			return int(r.StatusCode), fmt.Errorf("wait for container %s: %s", id, r.Error.Message)
+		}
+		return int(r.StatusCode), nil
+	case err := <-res.Error:
+		return -1, fmt.Errorf("wait for container %s: %w", id, err)
+	}
+}
+
+// CopyOut returns the folder at p as a tar stream whose entries start with the folder's base
+// name (copying /app/junit gives junit/, junit/results.xml...). The caller closes it.
+func (b *Backend) CopyOut(ctx context.Context, id, p string) (io.ReadCloser, error) {
+	res, err := b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			// The engine says "not found" both for the path and for the container.
+			if _, ierr := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); ierr == nil {
+				return nil, fmt.Errorf("%w: %s in container %s", run.ErrPathNotFound, p, id)
+			}
+		}
+		return nil, fmt.Errorf("copy %s out of container %s: %w", p, id, err)
+	}
+	return res.Content, nil
+}
+
+// Stop sends SIGTERM and kills the container after grace (rounded up to whole seconds, the
+// engine's unit). A container that is already stopped or gone is not an error.
+func (b *Backend) Stop(ctx context.Context, id string, grace time.Duration) error {
+	secs := int((grace + time.Second - 1) / time.Second)
+	_, err := b.cli.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &secs})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("stop container %s: %w", id, err)
+	}
+	return nil
+}
+
+// Remove removes the container and its anonymous volumes, killing it if it runs. A container
+// that is already gone, or being removed, is not an error.
+func (b *Backend) Remove(ctx context.Context, id string) error {
+	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		return nil
+	}
+	return fmt.Errorf("remove container %s: %w", id, err)
+}
+
+// List returns the containers, running or not, that carry all the given labels.
+func (b *Backend) List(ctx context.Context, labels map[string]string) ([]run.Container, error) {
+	f := make(client.Filters)
+	for k, v := range labels {
+		f.Add("label", k+"="+v)
+	}
+	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]run.Container, 0, len(res.Items))
+	for _, c := range res.Items {
+		out = append(out, run.Container{ID: c.ID, Labels: c.Labels, State: string(c.State)})
+	}
+	return out, nil
+}
+
+// listDirEntrypoint replaces the image's entrypoint in ListDir's container: it is never started,
+// and an image without an entrypoint or command could not even be created otherwise.
+const listDirEntrypoint = "/verdict-listdir-never-started"
+
+// ListDir lists the directories directly under p inside the image, sorted, without running the
+// image: it creates a container (pulling the image if absent), copies p out and removes it.
+func (b *Backend) ListDir(ctx context.Context, image, p string) ([]string, error) {
+	if err := b.EnsureImage(ctx, image); err != nil {
+		return nil, err
+	}
+	hc := b.hostConfig(b.resources(ctx, run.Resources{}))
+	hc.NetworkMode = "none"
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{
+			Image:      image,
+			Entrypoint: []string{listDirEntrypoint},
+			Labels:     map[string]string{run.LabelManaged: "true"},
+		},
+		HostConfig: hc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create container from %s to list %s: %w", image, p, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = b.Remove(rctx, created.ID)
+	}()
+
+	rc, err := b.CopyOut(ctx, created.ID, p)
+	if err != nil {
+		if errors.Is(err, run.ErrPathNotFound) {
+			return nil, fmt.Errorf("%w: %s in image %s", run.ErrPathNotFound, p, image)
+		}
+		return nil, err
+	}
+	defer rc.Close()
+	return topDirs(rc)
+}
+
+// topDirs returns the directories one level below the archive's root entry. The engine's archive
+// is rooted at the copied folder's base name; directories are also inferred from deeper entries,
+// since an archive need not list every directory header.
+func topDirs(r io.Reader) ([]string, error) {
+	seen := map[string]bool{}
+	tr := tar.NewReader(bufio.NewReader(r))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read archive: %w", err)
+		}
+		name := strings.Trim(path.Clean("/"+h.Name), "/")
+		parts := strings.Split(name, "/")
+		switch {
+		case len(parts) == 2 && h.Typeflag == tar.TypeDir:
+			seen[parts[1]] = true
+		case len(parts) > 2:
+			seen[parts[1]] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}

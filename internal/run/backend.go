@@ -56,16 +56,20 @@ type Backend interface {
 	EnsureImage(ctx context.Context, image string) error
 	// Start creates and starts the container and returns its ID.
 	Start(ctx context.Context, spec Spec) (id string, err error)
-	// Logs streams the container's combined stdout and stderr from its start until it exits.
+	// Logs streams the container's combined stdout and stderr from its start until it exits,
+	// as whole lines; closing the stream stops following.
 	Logs(ctx context.Context, id string) (io.ReadCloser, error)
 	// Wait blocks until the container exits and returns its exit code.
 	Wait(ctx context.Context, id string) (exitCode int, err error)
-	// CopyOut copies the folder at path in the container as a tar stream; ErrNotExist-like
-	// errors (errors.Is(err, ErrPathNotFound)) when the folder does not exist.
+	// CopyOut copies the folder at path in the container (running or exited) as a tar stream
+	// whose entries start with the folder's base name (/app/junit gives junit/...); the caller
+	// closes it. errors.Is(err, ErrPathNotFound) when the folder does not exist.
 	CopyOut(ctx context.Context, id, path string) (io.ReadCloser, error)
-	// Stop stops the container, killing it after grace.
+	// Stop stops the container (SIGTERM), killing it after grace; an already stopped or
+	// removed container is not an error.
 	Stop(ctx context.Context, id string, grace time.Duration) error
-	// Remove removes the container and its anonymous volumes, forcibly.
+	// Remove removes the container and its anonymous volumes, forcibly; a container already
+	// gone is not an error.
 	Remove(ctx context.Context, id string) error
 	// List returns the containers carrying all of the given labels.
 	List(ctx context.Context, labels map[string]string) ([]Container, error)

@@ -29,8 +29,16 @@ apt_install() {
 		APT_UPDATED=1
 	fi
 	log "installing $*"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 ||
-		die "apt-get install $* failed"
+	# Keep the packages' own init scripts from starting default instances (PostgreSQL on 5432,
+	# Redis on 6379, a dockerd without our log): this script starts what the tests use itself.
+	local policy=/usr/sbin/policy-rc.d added=
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added=1
+	fi
+	local rc=0
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 || rc=$?
+	[[ -z $added ]] || rm -f "$policy"
+	((rc == 0)) || die "apt-get install $* failed"
 }
 
 # wait_for SECONDS CMD... retries CMD every half second until it succeeds.

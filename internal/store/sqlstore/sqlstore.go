@@ -76,9 +76,10 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	// WAL lets readers run beside the one writer. _txlock=immediate makes BEGIN take the write
 	// lock, so a write transaction waits (busy_timeout) at its start instead of failing with
-	// SQLITE_BUSY when a read would upgrade to a write mid-transaction.
+	// SQLITE_BUSY when a read would upgrade to a write mid-transaction. That wait ignores the
+	// context, so it is kept short: our write transactions take milliseconds.
 	dsn := path + "?" + url.Values{
-		"_pragma": {"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)"},
+		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)"},
 		"_txlock": {"immediate"},
 	}.Encode()
 	db, err := sql.Open("sqlite", dsn)
@@ -127,7 +128,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	opts := []goose.ProviderOption{goose.WithLogger(goose.NopLogger())}
 	if s.d.name == "postgres" {
-		locker, err := lock.NewPostgresSessionLocker()
+		// Retry each second (goose's default is every 5 s) for up to 5 minutes, so a replica
+		// that lost the race starts soon after the winner has migrated.
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 		if err != nil {
 			return err
 		}

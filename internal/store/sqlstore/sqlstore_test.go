@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
-		for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000"} {
+		for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "5000"} {
 			var got string
 			if err := c.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
 				t.Fatal(err)
@@ -130,6 +131,27 @@ func TestMigrateTwice(t *testing.T) {
 	for name, s := range map[string]*Store{"sqlite": testSQLite(t), "postgres": testPostgres(t)} {
 		if err := s.Migrate(context.Background()); err != nil {
 			t.Errorf("%s: second Migrate: %v", name, err)
+		}
+	}
+}
+
+// TestMigrateConcurrently: replicas starting together on one PostgreSQL database all succeed.
+func TestMigrateConcurrently(t *testing.T) {
+	url := testenv.PostgresDB(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		s, err := Open(context.Background(), url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		wg.Go(func() { errs[i] = s.Migrate(context.Background()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
 		}
 	}
 }

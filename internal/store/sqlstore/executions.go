@@ -1,0 +1,350 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+// Executions returns the execution repository, which is also the run queue.
+func (s *Store) Executions() store.ExecutionRepo { return executionRepo{s} }
+
+type executionRepo struct{ s *Store }
+
+const executionColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
+	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
+	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
+	runner_id, container_id, lease_until, cancel_requested,
+	summary, tests, report_dirs, report_bytes, notes`
+
+func scanExecution(r scanner) (*domain.Execution, error) {
+	var e domain.Execution
+	var reportFolders, envNames, summary, tests, reportDirs, notes string
+	var exitCode sql.NullInt64
+	var queued int64
+	var started, finished, lease sql.NullInt64
+	if err := r.Scan(&e.ID, &e.OrganizationID, &e.TaskID, &e.ProjectID, &e.Image, &e.Command, &e.Environment,
+		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &reportFolders, &e.EnvCipher, &envNames, &e.TriggeredBy,
+		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &exitCode, &queued, &started, &finished,
+		&e.RunnerID, &e.ContainerID, &lease, &e.CancelRequested,
+		&summary, &tests, &reportDirs, &e.ReportBytes, &notes); err != nil {
+		return nil, err
+	}
+	if err := unmarshalJSON(reportFolders, &e.ReportFolders, envNames, &e.EnvNames, summary, &e.Summary,
+		tests, &e.Tests, reportDirs, &e.ReportDirs, notes, &e.Notes); err != nil {
+		return nil, err
+	}
+	if exitCode.Valid {
+		c := int(exitCode.Int64)
+		e.ExitCode = &c
+	}
+	e.QueuedAt = fromMillis(queued)
+	e.StartedAt = timePtr(started)
+	e.FinishedAt = timePtr(finished)
+	e.LeaseUntil = timePtr(lease)
+	return &e, nil
+}
+
+func nullInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Create queues e as given (its Status is normally PENDING); ErrConflict when the organization
+// already has e.TaskID, or the ID is taken.
+func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
+	ensureID(&e.ID)
+	j, err := marshalJSON(e.ReportFolders, e.EnvNames, e.Summary, e.Tests, e.ReportDirs, e.Notes)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
+		e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
+		e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
+		nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
+		j[2], j[3], j[4], e.ReportBytes, j[5])
+	return err
+}
+
+func (r executionRepo) Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
+	return get(ctx, r.s, scanExecution,
+		`SELECT `+executionColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+}
+
+// GetByID is for the run plane only: it crosses organizations.
+func (r executionRepo) GetByID(ctx context.Context, id string) (*domain.Execution, error) {
+	return get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE id = ?`, id)
+}
+
+// List returns a page of the organization's executions, newest queued first, and the number
+// of executions matching the filter. Limit <= 0 means no limit; a negative offset is 0. The
+// page and the total are two statements, not one snapshot: a run queued between them may be
+// counted and not listed.
+func (r executionRepo) List(ctx context.Context, orgID string, f store.ExecutionFilter) ([]domain.Execution, int, error) {
+	where := []string{"organization_id = ?"}
+	args := []any{orgID}
+	if len(f.Statuses) > 0 {
+		where = append(where, "status IN ("+placeholders(len(f.Statuses))+")")
+		for _, st := range f.Statuses {
+			args = append(args, st)
+		}
+	}
+	if f.ProjectID != "" {
+		where = append(where, "project_id = ?")
+		args = append(args, f.ProjectID)
+	}
+	if f.Image != "" {
+		where = append(where, "image = ?")
+		args = append(args, f.Image)
+	}
+	cond := strings.Join(where, " AND ")
+	total, err := r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE `+cond, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	q := `SELECT ` + executionColumns + ` FROM executions WHERE ` + cond + ` ORDER BY queued_at DESC, id DESC`
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = math.MaxInt64 // SQLite takes no OFFSET without a LIMIT, PostgreSQL no negative LIMIT
+	}
+	q += ` LIMIT ? OFFSET ?`
+	args = append(args, limit, max(f.Offset, 0))
+	execs, err := list(ctx, r.s, scanExecution, q, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return execs, total, nil
+}
+
+// placeholders returns "?, ?, …" for n parameters.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// CountSince counts the organization's runs queued at or after since.
+func (r executionRepo) CountSince(ctx context.Context, orgID string, since time.Time) (int, error) {
+	return r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE organization_id = ? AND queued_at >= ?`,
+		orgID, millis(since))
+}
+
+// CountActive counts the organization's RUNNING and ANALYZING runs: the slots in use.
+func (r executionRepo) CountActive(ctx context.Context, orgID string) (int, error) {
+	return r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE organization_id = ? AND status IN (?, ?)`,
+		orgID, domain.ExecRunning, domain.ExecAnalyzing)
+}
+
+// knownPlans are the plans whose slot limits Claim asks limitFor for; an organization on any
+// other plan gets limitFor of an unknown plan (domain.LimitsFor answers the free plan's).
+var knownPlans = []domain.Plan{domain.PlanFree, domain.PlanTeam, domain.PlanEnterprise}
+
+// claimLockKey is the PostgreSQL advisory lock that serialises claims across replicas
+// ("verdict" and 1 as bytes). Goose's migration lock uses another key.
+const claimLockKey int64 = 0x7665726469637401
+
+// claimCandidate picks the oldest PENDING run whose organization has a free slot. The slots
+// of each organization come from a CASE over its plan whose values are parameters (from
+// limitFor), negative meaning unlimited; the slots in use are counted once per organization.
+var claimCandidate = func() string {
+	var c strings.Builder
+	c.WriteString("CASE plan")
+	for range knownPlans {
+		c.WriteString(" WHEN ? THEN CAST(? AS INTEGER)")
+	}
+	c.WriteString(" ELSE CAST(? AS INTEGER) END")
+	return `SELECT e.id FROM executions e
+		JOIN (SELECT id, ` + c.String() + ` AS slots FROM organizations) o ON o.id = e.organization_id
+		LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM executions WHERE status IN (?, ?)
+			GROUP BY organization_id) a ON a.organization_id = e.organization_id
+		WHERE e.status = ? AND (o.slots < 0 OR COALESCE(a.n, 0) < o.slots)
+		ORDER BY e.queued_at, e.id LIMIT 1`
+}()
+
+// Claim moves the oldest claimable PENDING run to RUNNING for runnerID. Choosing the run and
+// taking it happen in one transaction that no other claim can interleave with: on SQLite the
+// transaction holds the database's write lock from BEGIN; on PostgreSQL every claim first takes
+// one transaction-scoped advisory lock, so claims run one at a time across all replicas and
+// each one counts the slots in use after the previous claim committed. Claims are short (two
+// indexed statements), so serialising them costs little and makes exceeding a slot limit
+// impossible. Only claims add to the slots in use; a run finishing meanwhile only frees one.
+// A candidate cancelled or deleted between the two statements (those writers do not take the
+// lock) is skipped and the next one tried.
+func (r executionRepo) Claim(ctx context.Context, runnerID string, now, leaseUntil time.Time,
+	limitFor func(domain.Plan) int) (*domain.Execution, error) {
+	args := make([]any, 0, 2*len(knownPlans)+4)
+	for _, p := range knownPlans {
+		args = append(args, p, limitFor(p))
+	}
+	args = append(args, limitFor(domain.Plan("")), domain.ExecRunning, domain.ExecAnalyzing, domain.ExecPending)
+
+	var claimed *domain.Execution
+	err := r.s.inTx(ctx, func(tx *Store) error {
+		if tx.d.name == "postgres" {
+			if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, claimLockKey); err != nil {
+				return err
+			}
+		}
+		for {
+			var id string
+			err := tx.q.QueryRowContext(ctx, tx.d.rebind(claimCandidate), args...).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return tx.mapErr(err)
+			}
+			e, err := get(ctx, tx, scanExecution, `UPDATE executions
+				SET status = ?, started_at = ?, runner_id = ?, lease_until = ?, queue_reason = ''
+				WHERE id = ? AND status = ?
+				RETURNING `+executionColumns,
+				domain.ExecRunning, millis(now), runnerID, millis(leaseUntil), id, domain.ExecPending)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // cancelled or deleted since the SELECT
+			}
+			if err != nil {
+				return err
+			}
+			claimed = e
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// SetQueueReason records why a run waits; ErrNotFound when it is no longer PENDING (claimed or
+// cancelled meanwhile), so a stale reason never lands on a running run.
+func (r executionRepo) SetQueueReason(ctx context.Context, id, reason string) error {
+	return r.s.execOne(ctx, `UPDATE executions SET queue_reason = ? WHERE id = ? AND status = ?`,
+		reason, id, domain.ExecPending)
+}
+
+// Heartbeat extends the lease of a RUNNING or ANALYZING run held by runnerID.
+func (r executionRepo) Heartbeat(ctx context.Context, id, runnerID string, leaseUntil time.Time) (bool, error) {
+	var cancel bool
+	err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(`UPDATE executions SET lease_until = ?
+		WHERE id = ? AND runner_id = ? AND status IN (?, ?)
+		RETURNING cancel_requested`),
+		millis(leaseUntil), id, runnerID, domain.ExecRunning, domain.ExecAnalyzing).Scan(&cancel)
+	return cancel, r.s.mapErr(err)
+}
+
+// SetContainer records the container of a RUNNING or ANALYZING run; ErrNotFound when the run
+// has ended (expired, cancelled, deleted), which tells the runner to stop the container.
+func (r executionRepo) SetContainer(ctx context.Context, id, containerID string) error {
+	return r.s.execOne(ctx, `UPDATE executions SET container_id = ? WHERE id = ? AND status IN (?, ?)`,
+		containerID, id, domain.ExecRunning, domain.ExecAnalyzing)
+}
+
+// Finish records a run's outcome if it is RUNNING or ANALYZING and held by runnerID, else
+// ErrNotFound (already ended, e.g. by the reaper, or another runner's). f.Status is a final
+// status, or ANALYZING: then the outcome so far is recorded and the run keeps its runner, lease
+// and slot (the runner heartbeats through the analysis and calls Finish again with the final
+// status); FinishedAt is only set with a final status, and the lease is then cleared.
+func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.Finish) error {
+	if !f.Status.Final() && f.Status != domain.ExecAnalyzing {
+		return fmt.Errorf("sqlstore: Finish with status %q, want a final status or ANALYZING", f.Status)
+	}
+	j, err := marshalJSON(f.Summary, f.Tests, f.ReportDirs, f.Notes)
+	if err != nil {
+		return err
+	}
+	ending := `finished_at = ?, lease_until = NULL`
+	endArg := any(millis(f.FinishedAt))
+	if f.Status == domain.ExecAnalyzing {
+		ending = `finished_at = ?` // NULL: still running
+		endArg = nil
+	}
+	return r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, exit_code = ?,
+		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, `+ending+`
+		WHERE id = ? AND runner_id = ? AND status IN (?, ?)`,
+		f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], endArg,
+		id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)
+}
+
+// Expired lists RUNNING and ANALYZING runs whose lease ended before now, the longest expired
+// first. ANALYZING counts too: its runner heartbeats through the analysis, and a run whose
+// analyser died must not hold its slot forever.
+func (r executionRepo) Expired(ctx context.Context, now time.Time) ([]domain.Execution, error) {
+	return list(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions
+		WHERE status IN (?, ?) AND lease_until < ? ORDER BY lease_until, id`,
+		domain.ExecRunning, domain.ExecAnalyzing, millis(now))
+}
+
+// EndExpired ends the run as ERROR with reason if its lease still ended before now: one
+// conditional UPDATE, so a heartbeat that renewed the lease first wins (false), and a heartbeat
+// after it finds the run ended. False, nil also for an unknown or already ended run.
+func (r executionRepo) EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
+	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, finished_at = ?, lease_until = NULL
+		WHERE id = ? AND status IN (?, ?) AND lease_until < ?`,
+		domain.ExecError, reason, millis(now), id, domain.ExecRunning, domain.ExecAnalyzing, millis(now))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RequestCancel cancels a PENDING run at once (true: CANCELLED, finished now) or flags a
+// RUNNING or ANALYZING one for its runner, which learns it from its next heartbeat (false).
+// A run already ended answers false, ErrGuard; an unknown one (or another organization's)
+// ErrNotFound. No transaction is needed: a status only moves forward, so each failed step
+// proves the run is past that state when the next one runs.
+func (r executionRepo) RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (bool, error) {
+	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, finished_at = ?, queue_reason = ''
+		WHERE organization_id = ? AND task_id = ? AND status = ?`,
+		domain.ExecCancelled, millis(now), orgID, taskID, domain.ExecPending)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err == nil, err
+	}
+	err = r.s.execOne(ctx, `UPDATE executions SET cancel_requested = ?
+		WHERE organization_id = ? AND task_id = ? AND status IN (?, ?)`,
+		true, orgID, taskID, domain.ExecRunning, domain.ExecAnalyzing)
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	if _, err := r.Get(ctx, orgID, taskID); err != nil {
+		return false, err // ErrNotFound
+	}
+	return false, store.ErrGuard
+}
+
+// Delete removes the execution and, by cascade, its log chunks, whatever its status (the
+// service cancels a running one first; its runner then finds the run gone).
+func (r executionRepo) Delete(ctx context.Context, orgID, taskID string) error {
+	return r.s.execOne(ctx, `DELETE FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+}
+
+// ListPending lists PENDING runs of every organization, oldest first; limit <= 0 lists all.
+func (r executionRepo) ListPending(ctx context.Context, limit int) ([]domain.Execution, error) {
+	q := `SELECT ` + executionColumns + ` FROM executions WHERE status = ? ORDER BY queued_at, id`
+	if limit <= 0 {
+		return list(ctx, r.s, scanExecution, q, domain.ExecPending)
+	}
+	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, domain.ExecPending, limit)
+}
+
+// ListFinishedForImage lists the organization's runs of image in a final status (CANCELLED and
+// ERROR included), newest queued first; limit <= 0 lists all.
+func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error) {
+	q := `SELECT ` + executionColumns + ` FROM executions
+		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
+		ORDER BY queued_at DESC, id DESC`
+	args := []any{orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
+		domain.ExecCancelled}
+	if limit <= 0 {
+		return list(ctx, r.s, scanExecution, q, args...)
+	}
+	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, append(args, limit)...)
+}

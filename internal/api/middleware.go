@@ -114,39 +114,35 @@ var (
 	errKeyNotAllowed = domain.Forbidden("API key not allowed", "This route needs a bearer token from a signed-in user; API keys are for CI routes")
 )
 
-// authenticate resolves the caller from a bearer JWT or, where allowed, an x-api-key header,
-// and re-reads the user on every request (DECISIONS 3).
+// principalOf resolves the caller from a bearer JWT or an x-api-key header, re-reading the
+// user on every request (DECISIONS 3).
+func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
+	if authz := r.Header.Get("Authorization"); authz != "" {
+		token, found := strings.CutPrefix(authz, "Bearer ")
+		if !found || token == "" {
+			return nil, errInvalidToken
+		}
+		claims, err := s.jwt.Verify(token)
+		if err != nil {
+			return nil, errInvalidToken
+		}
+		return s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
+	}
+	if key := r.Header.Get("X-Api-Key"); key != "" {
+		return s.identity.AuthenticateKey(r.Context(), key)
+	}
+	return nil, identity.ErrAuthRequired()
+}
+
+// authenticate puts the caller in the request's context, refusing API keys where they are not
+// allowed (DECISIONS 9).
 func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var (
-			p   *identity.Principal
-			err error
-		)
-		authz := r.Header.Get("Authorization")
-		key := r.Header.Get("X-Api-Key")
-		switch {
-		case authz != "":
-			token, found := strings.CutPrefix(authz, "Bearer ")
-			if !found || token == "" {
-				writeDomainError(w, errInvalidToken)
-				return
-			}
-			claims, verr := s.jwt.Verify(token)
-			if verr != nil {
-				writeDomainError(w, errInvalidToken)
-				return
-			}
-			p, err = s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
-		case key != "":
-			if !keysAllowed {
-				writeDomainError(w, errKeyNotAllowed)
-				return
-			}
-			p, err = s.identity.AuthenticateKey(r.Context(), key)
-		default:
-			writeDomainError(w, identity.ErrAuthRequired())
+		if !keysAllowed && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
+			writeDomainError(w, errKeyNotAllowed)
 			return
 		}
+		p, err := s.principalOf(r)
 		if err != nil {
 			s.fail(w, r, err, "Authentication failed")
 			return

@@ -11,8 +11,10 @@ import (
 
 	"verdict/internal/auth"
 	"verdict/internal/domain"
+	"verdict/internal/executions"
 	"verdict/internal/identity"
 	"verdict/internal/ratelimit"
+	"verdict/internal/report"
 )
 
 // TokenVerifier checks a bearer JWT.
@@ -36,23 +38,33 @@ type Deps struct {
 	Limiter    *ratelimit.Limiter
 	RateLimits RateLimits // nil = DefaultRateLimits
 	Proxies    []netip.Prefix
-	Ready      []Checker
-	Log        *slog.Logger
-	Clock      domain.Clock
-	Version    string
+	Runs       *executions.Service
+	Reports    report.Store
+	Signer     *report.Signer
+	PublicURL  string
+	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
+	Mounts  map[string]http.Handler
+	Ready   []Checker
+	Log     *slog.Logger
+	Clock   domain.Clock
+	Version string
 }
 
 // Server routes requests to handlers.
 type Server struct {
-	identity *identity.Service
-	jwt      TokenVerifier
-	limiter  *ratelimit.Limiter
-	limits   RateLimits
-	proxies  []netip.Prefix
-	ready    []Checker
-	log      *slog.Logger
-	clock    domain.Clock
-	version  string
+	identity  *identity.Service
+	runs      *executions.Service
+	reports   report.Store
+	signer    *report.Signer
+	publicURL string
+	jwt       TokenVerifier
+	limiter   *ratelimit.Limiter
+	limits    RateLimits
+	proxies   []netip.Prefix
+	ready     []Checker
+	log       *slog.Logger
+	clock     domain.Clock
+	version   string
 
 	mux      *http.ServeMux
 	patterns []string
@@ -70,9 +82,12 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
+	s := &Server{identity: d.Identity, runs: d.Runs, reports: d.Reports, signer: d.Signer, publicURL: d.PublicURL, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
 		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
+	for pattern, h := range d.Mounts {
+		s.Mount(pattern, h)
+	}
 	s.handler = s.outer(s.mux)
 	return s
 }
@@ -121,6 +136,26 @@ func (s *Server) routes() {
 	s.handle("DELETE /api/invitations/{id}", routeOpts{access: bearer, admin: true, limit: "invitations"}, s.revokeInvitation)
 	s.handle("GET /api/invitations/validate/{token}", routeOpts{access: public, limit: "invitations-public"}, s.validateInvitation)
 	s.handle("POST /api/invitations/accept", routeOpts{access: bearer, limit: "invitations"}, s.acceptInvitation)
+
+	s.handle("GET /api/projects", routeOpts{access: bearerOrKey, limit: "api"}, s.listProjects)
+	s.handle("POST /api/projects", routeOpts{access: bearerOrKey, limit: "api"}, s.createProject)
+	s.handle("GET /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.getProject)
+	s.handle("PATCH /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.patchProject)
+	s.handle("DELETE /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.deleteProject)
+
+	run := routeOpts{access: bearerOrKey, limit: "executions"}
+	s.handle("POST /api/executions", run, s.queueExecution)
+	s.handle("POST /api/execution-request", run, s.queueExecution)
+	s.handle("GET /api/executions", run, s.listExecutions)
+	s.handle("GET /api/executions/{taskId}", run, s.getExecution)
+	s.handle("GET /api/executions/{taskId}/logs", run, s.executionLogs)
+	s.handle("POST /api/executions/{taskId}/cancel", run, s.cancelExecution)
+	s.handle("DELETE /api/executions/{taskId}", run, s.deleteExecution)
+	s.handle("GET /api/executions/{taskId}/report-token", run, s.reportToken)
+	s.handle("GET /config/defaults", routeOpts{access: bearerOrKey, limit: "api"}, s.configDefaults)
+	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
+	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
+	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
 
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -4,20 +4,31 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/config"
+	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/executions"
 	"verdict/internal/identity"
 	"verdict/internal/mail"
 	"verdict/internal/ratelimit"
+	"verdict/internal/realtime"
+	"verdict/internal/report"
+	"verdict/internal/run"
+	"verdict/internal/run/docker"
 	"verdict/internal/store/sqlstore"
 )
 
@@ -28,6 +39,11 @@ type App struct {
 	Store   *sqlstore.Store
 	redis   *redis.Client
 	API     *api.Server
+	backend *docker.Backend
+	events  run.Events
+	runs    *executions.Service
+	runner  *run.Runner
+	reaper  *run.Reaper
 	mailer  *mail.Worker
 	closers []func()
 }
@@ -40,6 +56,9 @@ type Options struct {
 	// Redis give each App its own.
 	RedisPrefix string
 	Version     string
+	// Lease and ReapInterval shorten the run plane's timings in tests (0 = defaults).
+	Lease        time.Duration
+	ReapInterval time.Duration
 }
 
 // New wires every part from the configuration and applies pending migrations.
@@ -102,6 +121,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	a.mailer = &mail.Worker{Repo: st.Outbox(), Sender: sender, Clock: clock, Logger: log}
 
+	box, err := secretbox.New(cfg.EncKey)
+	if err != nil {
+		return nil, fmt.Errorf("ENCRYPTION_KEY: %w", err)
+	}
+	reports, err := report.NewFSStore(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("report store: %w", err)
+	}
+	// Report links are signed with a key derived from the JWT secret, so one secret to manage.
+	signer, err := report.NewSigner(deriveKey(cfg.JWTSecret, "verdict report links"))
+	if err != nil {
+		return nil, err
+	}
+
 	ids := identity.New(identity.Deps{
 		Store:   st,
 		Tokens:  jwt,
@@ -111,7 +144,39 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Log:     log,
 	})
 
+	hub, err := realtime.New(realtime.Options{Authenticate: socketAuth(jwt, ids), RedisURL: cfg.RedisURL,
+		RedisPrefix: strings.TrimSuffix(o.RedisPrefix, ":"), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("realtime: %w", err)
+	}
+	a.closers = append(a.closers, func() { hub.Close() })
+	events := hubEvents{hub: hub, clock: clock}
+
+	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
+	backend, err := newDocker(cfg.DockerHost, res)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	a.closers = append(a.closers, func() { backend.Close() })
+	a.backend = backend
+	a.events = events
+	a.runs = &executions.Service{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
+		Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL}
+	ids.SetRunCounter(a.runs)
+	if cfg.Runner == "embedded" {
+		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
+			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
+			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
+		a.runs.Wake, a.runs.Cancel = a.runner.Notify, a.runner.Cancel
+	}
+	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
+
 	a.API = api.New(api.Deps{
+		Runs:       a.runs,
+		Reports:    reports,
+		Signer:     signer,
+		PublicURL:  cfg.PublicURL,
+		Mounts:     map[string]http.Handler{"/socket.io/": hub.Handler()},
 		Identity:   ids,
 		JWT:        jwt,
 		Limiter:    ratelimit.NewLimiter(counters, clock),
@@ -127,7 +192,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 }
 
 func (a *App) readiness() []api.Checker {
-	checks := []api.Checker{{Name: "database", Check: a.Store.Ping}}
+	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
+		{Name: "docker", Check: a.backend.Ping, Optional: true}}
 	if a.redis != nil {
 		checks = append(checks, api.Checker{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
 	}
@@ -140,10 +206,36 @@ func (a *App) Close() {
 	}
 }
 
-// Run runs the background workers until ctx ends.
+// Run runs the background workers until ctx ends: the mail sender, the lease reaper and, when
+// embedded, the runner (after settling what an earlier life of it left behind).
 func (a *App) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); a.mailer.Run(ctx) }()
+	start := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	start(a.mailer.Run)
+	start(a.reaper.Run)
+	if a.runner != nil {
+		if err := a.backend.Ping(ctx); err != nil {
+			a.log.Error("the Docker engine does not answer: runs stay queued until it does", "err", err)
+		}
+		start(func(ctx context.Context) {
+			if err := run.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
+				a.log.Warn("reconciling containers at start failed", "err", err)
+			}
+			a.runner.Run(ctx)
+		})
+	}
 	wg.Wait()
+}
+
+// Runner is the embedded runner, nil when VERDICT_RUNNER=none.
+func (a *App) Runner() *run.Runner { return a.runner }
+
+// deriveKey derives a purpose-bound key from a secret.
+func deriveKey(secret, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -51,6 +52,9 @@ type harnessOpts struct {
 	redis      bool
 	rateLimits api.RateLimits // nil: generous limits, so tests other than the rate-limit ones never trip them
 	env        map[string]string
+	realClock  bool // runs: timestamps and leases on the real clock
+	workers    bool // start the runner, reaper and mail sender
+	lease      time.Duration
 }
 
 func generousLimits() api.RateLimits {
@@ -88,7 +92,10 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		o.rateLimits = generousLimits()
 	}
 	c := &clock{t: time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)}
-	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test"}
+	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond}
+	if o.realClock {
+		opts.Clock = func() time.Time { return time.Now().UTC() }
+	}
 	if o.redis {
 		opts.RedisPrefix = testenv.KeyPrefix(t)
 	}
@@ -97,7 +104,14 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(a.API)
-	t.Cleanup(func() { srv.Close(); a.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if o.workers {
+		go func() { a.Run(ctx); close(done) }()
+	} else {
+		close(done)
+	}
+	t.Cleanup(func() { cancel(); <-done; srv.Close(); a.Close() })
 	return &harness{t: t, app: a, srv: srv, clock: c}
 }
 
@@ -257,4 +271,9 @@ func (h *harness) join(admin account, email, role string) account {
 	r := h.do("POST", "/api/auth/signup", anon, map[string]any{"email": email, "password": password, "name": "Member " + email, "inviteToken": tok})
 	expect(h.t, r, 201, "")
 	return account{id: r.str("user", "id"), email: email, token: r.str("token"), orgID: r.str("user", "organizationId")}
+}
+
+func newJar() http.CookieJar {
+	j, _ := cookiejar.New(nil)
+	return j
 }

@@ -41,6 +41,15 @@ type Config struct {
 	SMTPFrom     string `env:"SMTP_FROM" envDefault:"Verdict <no-reply@verdict.local>"`
 	SMTPTLS      string `env:"SMTP_TLS" envDefault:"starttls"`
 
+	Runner         string  `env:"VERDICT_RUNNER" envDefault:"embedded"`
+	RunnerSlots    int     `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
+	DockerHost     string  `env:"DOCKER_HOST"`
+	RunMemoryMB    int     `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
+	RunCPUs        float64 `env:"VERDICT_RUN_CPUS" envDefault:"2"`
+	RunPids        int     `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
+	DefaultImage   string  `env:"VERDICT_DEFAULT_IMAGE"`
+	DefaultBaseURL string  `env:"VERDICT_DEFAULT_BASE_URL"`
+
 	// Derived by Load.
 	Proxies []netip.Prefix `env:"-"`
 	EncKey  []byte         `env:"-"`
@@ -118,6 +127,15 @@ func (c *Config) finish() error {
 	}
 	if c.SMTPHost != "" && (c.SMTPPort <= 0 || c.SMTPPort > 65535) {
 		bad("SMTP_PORT", "want 1..65535")
+	}
+	if c.Runner != "embedded" && c.Runner != "none" {
+		bad("VERDICT_RUNNER", "want embedded or none, got %q", c.Runner)
+	}
+	if c.RunnerSlots < 1 || c.RunnerSlots > 256 {
+		bad("VERDICT_RUNNER_SLOTS", "want 1..256")
+	}
+	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
+		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -129,3 +129,80 @@ const DefaultTimeout = 30 * time.Minute
 
 // DefaultReportFolders are copied out of /app after a run unless a project names others.
 var DefaultReportFolders = []string{"playwright-report", "allure-results", "allure-report", "test-results", "reports", "junit"}
+
+// EnvVar is a project variable; a secret's Value is encrypted at rest and never returned.
+type EnvVar struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Secret bool   `json:"secret"`
+}
+
+// Project is a test suite's settings: its image and the defaults of its runs.
+type Project struct {
+	ID             string
+	OrganizationID string
+	Name           string
+	Image          string
+	TargetURLs     map[string]string // development, staging, production
+	DefaultFolder  string
+	TimeoutSeconds int
+	ReportFolders  []string // under /app
+	EnvVars        []EnvVar // secret values are ciphertext here
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Environments a project may name target URLs for.
+var Environments = []string{"development", "staging", "production"}
+
+// Execution is one run of a test-suite image. The executions table is the queue.
+type Execution struct {
+	ID             string // internal; names the container
+	OrganizationID string
+	TaskID         string // unique within the organization; the API's identifier
+	ProjectID      string
+	Image          string
+	Command        string
+	Environment    string
+	BaseURL        string
+	Folder         string
+	TimeoutSeconds int
+	ReportFolders  []string
+	// EnvCipher holds the request's and project's variables for the container, encrypted; the
+	// API shows only EnvNames.
+	EnvCipher   string
+	EnvNames    []string
+	TriggeredBy string // user ID
+	ViaAPIKey   bool
+
+	Status      ExecStatus
+	QueueReason string
+	Error       string
+	ExitCode    *int
+	QueuedAt    time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+
+	RunnerID        string
+	ContainerID     string
+	LeaseUntil      *time.Time
+	CancelRequested bool
+
+	Summary     Summary
+	Tests       []TestResult
+	ReportDirs  []string // report folders stored for this run
+	ReportBytes int64
+	Notes       []string
+}
+
+// DurationMs is the run's wall time from start to finish (so far, when running).
+func (e *Execution) DurationMs(now time.Time) int64 {
+	if e.StartedAt == nil {
+		return 0
+	}
+	end := now
+	if e.FinishedAt != nil {
+		end = *e.FinishedAt
+	}
+	return end.Sub(*e.StartedAt).Milliseconds()
+}

@@ -30,6 +30,9 @@ type Store interface {
 	APIKeys() APIKeyRepo
 	Audit() AuditRepo
 	Outbox() OutboxRepo
+	Projects() ProjectRepo
+	Executions() ExecutionRepo
+	Logs() LogRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"net/http"
+
+	"verdict/internal/domain"
+	"verdict/internal/executions"
+)
+
+// projectView shows a project; secret values are masked.
+func projectView(p *domain.Project) obj {
+	vars := make([]domain.EnvVar, len(p.EnvVars))
+	for i, v := range p.EnvVars {
+		if v.Secret {
+			v.Value = executions.Masked
+		}
+		vars[i] = v
+	}
+	urls := p.TargetURLs
+	if urls == nil {
+		urls = map[string]string{}
+	}
+	return obj{"id": p.ID, "name": p.Name, "image": p.Image, "targetUrls": urls, "defaultFolder": p.DefaultFolder,
+		"timeoutSeconds": p.TimeoutSeconds, "reportFolders": nonNil(p.ReportFolders), "envVars": vars,
+		"createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt)}
+}
+
+// decodeProject reads a project body; collections that are present (even empty) are applied.
+func decodeProject(w http.ResponseWriter, r *http.Request) (executions.ProjectInput, *domain.Error) {
+	var in struct {
+		Name           *string            `json:"name"`
+		Image          *string            `json:"image"`
+		TargetURLs     *map[string]string `json:"targetUrls"`
+		DefaultFolder  *string            `json:"defaultFolder"`
+		TimeoutSeconds *int               `json:"timeoutSeconds"`
+		ReportFolders  *[]string          `json:"reportFolders"`
+		EnvVars        *[]domain.EnvVar   `json:"envVars"`
+	}
+	var out executions.ProjectInput
+	if err := decode(w, r, &in); err != nil {
+		return out, err
+	}
+	out.Name, out.Image, out.DefaultFolder, out.TimeoutSeconds = in.Name, in.Image, in.DefaultFolder, in.TimeoutSeconds
+	if in.TargetURLs != nil {
+		out.WithTargetURLs(*in.TargetURLs)
+	}
+	if in.ReportFolders != nil {
+		out.WithReportFolders(*in.ReportFolders)
+	}
+	if in.EnvVars != nil {
+		out.WithEnvVars(*in.EnvVars)
+	}
+	return out, nil
+}
+
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
+	in, derr := decodeProject(w, r)
+	if derr != nil {
+		writeDomainError(w, derr)
+		return
+	}
+	p, err := s.runs.CreateProject(r.Context(), principalFrom(r), in)
+	if err != nil {
+		s.fail(w, r, err, "Failed to create project")
+		return
+	}
+	created(w, obj{"project": projectView(p)})
+}
+
+func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
+	list, err := s.runs.ListProjects(r.Context(), principalFrom(r))
+	if err != nil {
+		s.fail(w, r, err, "Failed to list projects")
+		return
+	}
+	out := make([]obj, len(list))
+	for i := range list {
+		out[i] = projectView(&list[i])
+	}
+	ok(w, obj{"projects": out})
+}
+
+func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
+	p, err := s.runs.GetProject(r.Context(), principalFrom(r), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch project")
+		return
+	}
+	ok(w, obj{"project": projectView(p)})
+}
+
+func (s *Server) patchProject(w http.ResponseWriter, r *http.Request) {
+	in, derr := decodeProject(w, r)
+	if derr != nil {
+		writeDomainError(w, derr)
+		return
+	}
+	p, err := s.runs.UpdateProject(r.Context(), principalFrom(r), r.PathValue("id"), in)
+	if err != nil {
+		s.fail(w, r, err, "Failed to update project")
+		return
+	}
+	ok(w, obj{"project": projectView(p)})
+}
+
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
+	if err := s.runs.DeleteProject(r.Context(), principalFrom(r), r.PathValue("id")); err != nil {
+		s.fail(w, r, err, "Failed to delete project")
+		return
+	}
+	ok(w, obj{"message": "Project deleted"})
+}

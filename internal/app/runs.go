@@ -1,0 +1,57 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"verdict/internal/api"
+	"verdict/internal/auth"
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/realtime"
+	"verdict/internal/run"
+	"verdict/internal/run/docker"
+)
+
+// hubEvents sends the run plane's events to the organization's Socket.IO room.
+type hubEvents struct {
+	hub   *realtime.Hub
+	clock domain.Clock
+}
+
+func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
+	h.hub.Emit(e.OrganizationID, "execution-updated", api.ExecutionView(e, h.clock()))
+}
+
+func (h hubEvents) ExecutionLog(orgID, taskID, chunk string) {
+	h.hub.Emit(orgID, "execution-log", realtime.ExecutionLog{TaskID: taskID, Log: chunk})
+}
+
+// socketAuth verifies a handshake's JWT and re-reads the user, like every REST request.
+func socketAuth(tokens *auth.Tokens, ids *identity.Service) realtime.Authenticator {
+	return func(ctx context.Context, token string) (realtime.Identity, error) {
+		c, err := tokens.Verify(token)
+		if err != nil {
+			return realtime.Identity{}, err
+		}
+		p, err := ids.AuthenticateClaims(ctx, c.UserID, c.OrganizationID)
+		if err != nil {
+			return realtime.Identity{}, err
+		}
+		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role)}, nil
+	}
+}
+
+// runnerID names the embedded runner of this host and data folder, stable across restarts so
+// that the runs of an earlier life of the process can be recognised and settled.
+func runnerID(dataDir string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
+}
+
+// newDocker connects the Docker backend; an engine that does not answer is reported, and
+// the API serves anyway (runs wait in the queue).
+func newDocker(host string, res run.Resources) (*docker.Backend, error) {
+	return docker.New(host, docker.Options{DefaultResources: res})
+}

@@ -1,0 +1,377 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/run"
+	"verdict/internal/run/docker"
+	"verdict/internal/testenv"
+)
+
+const (
+	passImage  = "verdict-examples/pass:latest"
+	failImage  = "verdict-examples/fail:latest"
+	flakyImage = "verdict-examples/flaky:latest"
+	slowImage  = "verdict-examples/slow:latest"
+)
+
+func runHarness(t *testing.T, dialect string) *harness {
+	testenv.DockerHost(t)
+	return newHarness(t, harnessOpts{dialect: dialect, realClock: true, workers: true, lease: 2 * time.Second})
+}
+
+// waitFor polls a run until cond holds, failing after timeout.
+func (h *harness) waitFor(a auth, taskID string, timeout time.Duration, cond func(resp) bool) resp {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		r := h.do("GET", "/api/executions/"+taskID, a, nil)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("run %s: condition not met in %s; last: %s", taskID, timeout, r.raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func final(r resp) bool {
+	return domain.ExecStatus(r.str("execution", "status")).Final()
+}
+
+func (h *harness) queue(a auth, body map[string]any) string {
+	h.t.Helper()
+	r := h.do("POST", "/api/executions", a, body)
+	expect(h.t, r, 201, "")
+	if r.str("status") != "PENDING" || r.str("taskId") == "" {
+		h.t.Fatalf("queue: %s", r.raw)
+	}
+	return r.str("taskId")
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := runHarness(t, d)
+			admin := h.signup("runner@example.com", "Run Co")
+			key := apiKey(h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"}).str("apiKey"))
+
+			p := h.do("POST", "/api/projects", key, map[string]any{"name": "Web", "image": passImage,
+				"targetUrls": map[string]any{"staging": "http://127.0.0.1:9999"},
+				"envVars":    []any{map[string]any{"key": "SECRET_TOKEN", "value": "s3cr3t-value-42", "secret": true}, map[string]any{"key": "PLAIN", "value": "visible"}}})
+			expect(t, p, 201, "")
+			if strings.Contains(p.raw, "s3cr3t-value-42") || !strings.Contains(p.raw, "********") {
+				t.Fatalf("project shows its secret: %s", p.raw)
+			}
+			projectID := p.str("project", "id")
+			expect(t, h.do("POST", "/api/projects", key, map[string]any{"name": "Second"}), 403, "Project limit reached")
+			expect(t, h.do("POST", "/api/projects", key, map[string]any{"name": "Bad", "envVars": []any{map[string]any{"key": "BASE_URL", "value": "x"}}}), 400, "Reserved variable")
+
+			task := h.queue(key, map[string]any{"projectId": projectID, "environment": "staging", "taskId": "release-1"})
+			if task != "release-1" {
+				t.Fatalf("taskId %q", task)
+			}
+			expect(t, h.do("POST", "/api/executions", key, map[string]any{"image": passImage, "taskId": "release-1"}), 409, "Task ID already in use")
+			r := h.waitFor(key, task, 60*time.Second, final)
+			if r.str("execution", "status") != "PASSED" || r.get("execution", "exitCode") != 0.0 ||
+				r.get("execution", "summary", "total") != 4.0 || r.get("execution", "summary", "passed") != 4.0 ||
+				r.str("execution", "startedAt") == "" || r.str("execution", "finishedAt") == "" {
+				t.Fatalf("run: %s", r.raw)
+			}
+			if tests := r.get("execution", "tests").([]any); len(tests) != 4 || tests[0].(map[string]any)["name"] == "" {
+				t.Fatalf("tests: %v", tests)
+			}
+			if strings.Contains(r.raw, "s3cr3t-value-42") {
+				t.Fatal("the execution record shows a secret value")
+			}
+			htmlURL := r.str("execution", "htmlReportUrl")
+			if htmlURL == "" {
+				t.Fatalf("no html report: %s", r.raw)
+			}
+
+			logs := h.do("GET", "/api/executions/"+task+"/logs", key, nil)
+			expect(t, logs, 200, "")
+			text := logs.str("logs")
+			for _, want := range []string{"BASE_URL=http://host.docker.internal:9999", "TASK_ID=release-1", "CI=true", "FRAMEWORK_AGNOSTIC=true", "using SECRET_TOKEN=********", "4 tests, 0 failed"} {
+				if !strings.Contains(text, want) {
+					t.Fatalf("log lacks %q:\n%s", want, text)
+				}
+			}
+			if strings.Contains(text, "s3cr3t-value-42") {
+				t.Fatal("the log shows the secret")
+			}
+
+			// Reports: bearer, signed token swapped for a cookie, other organization 404, traversal 404.
+			rep := h.do("GET", htmlURL, bearer(admin.token), nil)
+			if rep.status != 200 || !strings.Contains(rep.header.Get("Content-Security-Policy"), "sandbox") || !strings.Contains(rep.header.Get("Content-Type"), "text/html") {
+				t.Fatalf("report by bearer: %d %v", rep.status, rep.header)
+			}
+			tok := h.do("GET", "/api/executions/"+task+"/report-token", key, nil)
+			expect(t, tok, 200, "")
+			jar := &cookieClient{}
+			res := jar.get(t, h.srv.URL+tok.str("url"))
+			if res.StatusCode != 200 || !strings.Contains(res.Request.URL.String(), "/reports/") || strings.Contains(res.Request.URL.RawQuery, "token") {
+				t.Fatalf("token link: %d %s", res.StatusCode, res.Request.URL)
+			}
+			if res := jar.get(t, h.srv.URL+htmlURL+"index.html"); res.StatusCode != 200 {
+				t.Fatalf("cookie did not open the report: %d", res.StatusCode)
+			}
+			other := h.signup("other@example.com", "Other Co")
+			expect404 := func(path string, a auth) {
+				t.Helper()
+				if r := h.do("GET", path, a, nil); r.status != 404 {
+					t.Fatalf("GET %s: %d, want 404", path, r.status)
+				}
+			}
+			expect404(htmlURL, bearer(other.token))
+			expect404(strings.Replace(tok.str("url"), admin.orgID, other.orgID, 1), anon)
+			expect404(htmlURL+"../../../../verdict.db", bearer(admin.token))
+			expect404(htmlURL+"..%2f..%2f..%2fverdict.db", bearer(admin.token))
+			expect404(htmlURL, anon)
+
+			// Tenant isolation of runs: every route answers 404 to another organization.
+			for _, c := range []struct{ method, path string }{
+				{"GET", "/api/executions/" + task}, {"GET", "/api/executions/" + task + "/logs"},
+				{"POST", "/api/executions/" + task + "/cancel"}, {"DELETE", "/api/executions/" + task},
+				{"GET", "/api/executions/" + task + "/report-token"}, {"GET", "/api/projects/" + projectID},
+				{"PATCH", "/api/projects/" + projectID}, {"DELETE", "/api/projects/" + projectID},
+			} {
+				var body any
+				if c.method == "PATCH" {
+					body = map[string]any{"name": "x"}
+				}
+				if r := h.do(c.method, c.path, bearer(other.token), body); r.status != 404 {
+					t.Fatalf("%s %s as another organization: %d %s", c.method, c.path, r.status, r.raw)
+				}
+			}
+			if l := h.do("GET", "/api/executions", bearer(other.token), nil); l.get("data", "total") != 0.0 {
+				t.Fatalf("another organization lists runs: %s", l.raw)
+			}
+			// The same taskId is free in another organization.
+			expect(t, h.do("POST", "/api/executions", bearer(other.token), map[string]any{"image": failImage, "taskId": "release-1"}), 201, "")
+
+			// Failing and flaky suites.
+			fail := h.queue(key, map[string]any{"image": failImage})
+			flaky := h.queue(key, map[string]any{"image": flakyImage})
+			r = h.waitFor(key, fail, 60*time.Second, final)
+			if r.str("execution", "status") != "FAILED" || r.get("execution", "summary", "failed") != 2.0 || r.get("execution", "exitCode") != 1.0 {
+				t.Fatalf("fail run: %s", r.raw)
+			}
+			r = h.waitFor(key, flaky, 60*time.Second, final)
+			if r.str("execution", "status") != "UNSTABLE" || r.get("execution", "summary", "flaky") != 1.0 {
+				t.Fatalf("flaky run: %s", r.raw)
+			}
+			l := h.do("GET", "/api/executions?status=FAILED,UNSTABLE&limit=1", key, nil)
+			if l.get("data", "total") != 2.0 || len(l.get("data", "executions").([]any)) != 1 {
+				t.Fatalf("filtered list: %s", l.raw)
+			}
+			m := h.do("GET", "/api/metrics/"+flakyImage, key, nil)
+			if m.get("data", "sampleSize") != 1.0 || len(m.get("data", "flakyTests").([]any)) != 1 {
+				t.Fatalf("metrics: %s", m.raw)
+			}
+			ts := h.do("GET", "/api/tests-structure?projectId="+projectID, key, nil)
+			if !strings.Contains(ts.raw, `"api"`) || !strings.Contains(ts.raw, `"ui"`) {
+				t.Fatalf("tests-structure: %s", ts.raw)
+			}
+
+			// Delete gives the storage back; the run still counts for the period.
+			before := h.do("GET", "/api/organization", key, nil).get("organization", "limits", "currentStorageUsedBytes").(float64)
+			if before <= 0 {
+				t.Fatal("report storage was not counted")
+			}
+			expect(t, h.do("DELETE", "/api/executions/"+task, key, nil), 200, "")
+			expect(t, h.do("GET", "/api/executions/"+task, key, nil), 404, "Execution not found")
+			expect404(htmlURL, bearer(admin.token))
+			after := h.do("GET", "/api/organization", key, nil).get("organization", "limits", "currentStorageUsedBytes").(float64)
+			if after >= before {
+				t.Fatalf("storage %v → %v after delete", before, after)
+			}
+			if u := h.do("GET", "/api/organization/usage", key, nil); u.get("usage", "testRuns", "used") != 3.0 {
+				t.Fatalf("usage after delete: %s", u.raw)
+			}
+		})
+	}
+}
+
+// cookieClient follows redirects and keeps cookies, like a browser.
+type cookieClient struct{ c *http.Client }
+
+func (c *cookieClient) get(t *testing.T, url string) *http.Response {
+	t.Helper()
+	if c.c == nil {
+		jar := newJar()
+		c.c = &http.Client{Jar: jar}
+	}
+	res, err := c.c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res
+}
+
+func TestRunCancelTimeoutMissingImage(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	admin := h.signup("cancel@example.com", "Cancel Co")
+	// Enterprise-sized slots are not needed: the runs go one after another on the free plan.
+	a := bearer(admin.token)
+
+	missing := h.queue(a, map[string]any{"image": "verdict-examples/does-not-exist:latest"})
+	r := h.waitFor(a, missing, 30*time.Second, final)
+	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "not found") {
+		t.Fatalf("missing image: %s", r.raw)
+	}
+
+	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
+	h.waitFor(a, sleeper, 30*time.Second, func(r resp) bool { return r.str("execution", "status") == "RUNNING" })
+	expect(t, h.do("POST", "/api/executions/"+sleeper+"/cancel", a, nil), 200, "")
+	r = h.waitFor(a, sleeper, 30*time.Second, final)
+	if r.str("execution", "status") != "CANCELLED" {
+		t.Fatalf("cancel: %s", r.raw)
+	}
+	expect(t, h.do("POST", "/api/executions/"+sleeper+"/cancel", a, nil), 409, "Execution already finished")
+
+	timed := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep", "timeoutSeconds": 2})
+	r = h.waitFor(a, timed, 60*time.Second, final)
+	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "timed out") {
+		t.Fatalf("timeout: %s", r.raw)
+	}
+	// No container of these runs is left behind.
+	b, err := docker.New("", docker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	left, err := b.List(context.Background(), map[string]string{run.LabelOrg: admin.orgID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("%d containers left behind", len(left))
+	}
+
+	viewer := h.join(admin, "viewer@example.com", "viewer")
+	expect(t, h.do("POST", "/api/executions", bearer(viewer.token), map[string]any{"image": passImage}), 403, "Forbidden")
+}
+
+func TestConcurrencySlots(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	admin := h.signup("slots@example.com", "Slot Co")
+	a := bearer(admin.token)
+	body := map[string]any{"image": slowImage, "envVars": map[string]any{"LINES": "8", "INTERVAL_MS": "100"}}
+	first := h.queue(a, body)
+	h.waitFor(a, first, 30*time.Second, func(r resp) bool { return r.str("execution", "status") == "RUNNING" })
+	second := h.do("POST", "/api/executions", a, body)
+	expect(t, second, 201, "")
+	if reason := second.str("execution", "queueReason"); reason != "waiting for a free run slot: 1 of 1 in use" {
+		t.Fatalf("queueReason %q", reason)
+	}
+	r1 := h.waitFor(a, first, 60*time.Second, final)
+	r2 := h.waitFor(a, second.str("taskId"), 60*time.Second, final)
+	end1, _ := time.Parse(time.RFC3339Nano, r1.str("execution", "finishedAt"))
+	start2, _ := time.Parse(time.RFC3339Nano, r2.str("execution", "startedAt"))
+	if start2.Before(end1) {
+		t.Fatalf("a one-slot organization ran two at once: first ended %v, second started %v", end1, start2)
+	}
+	if r1.str("execution", "status") != "PASSED" || r2.str("execution", "status") != "PASSED" {
+		t.Fatalf("slot runs: %s / %s", r1.raw, r2.raw)
+	}
+	// Live logs were stored in order.
+	text := h.do("GET", "/api/executions/"+first+"/logs", a, nil).str("logs")
+	if i1, i8 := strings.Index(text, "line 1 of 8"), strings.Index(text, "line 8 of 8"); i1 < 0 || i8 < i1 {
+		t.Fatalf("log order:\n%s", text)
+	}
+}
+
+// TestLeaseExpiry plays a runner that claimed a run, started its container and died: the
+// reaper must end the run ERROR and remove the container.
+func TestLeaseExpiry(t *testing.T) {
+	testenv.DockerHost(t)
+	// No embedded runner: the run is claimed by the "dead" runner below; the reaper runs.
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, env: map[string]string{"VERDICT_RUNNER": "none"}})
+	admin := h.signup("lease@example.com", "Lease Co")
+	ctx := context.Background()
+	st := h.app.Store
+	b, err := docker.New("", docker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &domain.Execution{ID: domain.NewID(), OrganizationID: admin.orgID, TaskID: "orphan", Image: slowImage,
+		Status: domain.ExecPending, QueuedAt: time.Now().UTC(), TriggeredBy: admin.id}
+	if err := st.Executions().Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	var claimed *domain.Execution
+	for claimed == nil {
+		now := time.Now().UTC()
+		c, err := st.Executions().Claim(ctx, "dead-runner", now, now.Add(time.Second), func(domain.Plan) int { return 5 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil || c.TaskID != "orphan" {
+			t.Fatalf("claim: %+v", c)
+		}
+		claimed = c
+	}
+	id, err := b.Start(ctx, run.Spec{Name: "verdict-test-" + e.ID, Image: slowImage, Args: []string{"sleep"},
+		Labels: map[string]string{run.LabelManaged: "true", run.LabelOrg: admin.orgID, run.LabelTask: "orphan"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Executions().SetContainer(ctx, e.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	r := h.waitFor(bearer(admin.token), "orphan", 30*time.Second, final)
+	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "lease") {
+		t.Fatalf("orphan: %s", r.raw)
+	}
+	left, _ := b.List(ctx, map[string]string{run.LabelTask: "orphan", run.LabelOrg: admin.orgID})
+	if len(left) != 0 {
+		t.Fatalf("the lost run's container is still there")
+	}
+}
+
+func TestRunLimit(t *testing.T) {
+	h := newHarness(t, harnessOpts{dialect: "sqlite"}) // no runner: the runs stay queued
+	admin := h.signup("limit@example.com", "Limit Co")
+	a := bearer(admin.token)
+	for i := 0; i < 100; i++ {
+		expect(t, h.do("POST", "/api/executions", a, map[string]any{"image": passImage}), 201, "")
+	}
+	r := h.do("POST", "/api/execution-request", a, map[string]any{"image": passImage})
+	expect(t, r, 403, "Test run limit exceeded")
+	if r.get("usage", "used") != 100.0 || r.get("usage", "limit") != 100.0 || r.get("usage", "percentUsed") != 100.0 {
+		t.Fatalf("usage: %s", r.raw)
+	}
+	u := h.do("GET", "/api/organization/usage", a, nil)
+	if u.get("usage", "testRuns", "used") != 100.0 || !strings.Contains(u.raw, `"critical"`) {
+		t.Fatalf("usage: %s", u.raw)
+	}
+	// Next month the count starts again.
+	h.clock.Advance(31 * 24 * time.Hour)
+	login := h.do("POST", "/api/auth/login", anon, map[string]any{"email": admin.email, "password": password})
+	expect(t, h.do("POST", "/api/executions", bearer(login.str("token")), map[string]any{"image": passImage}), 201, "")
+	// Pending runs can be cancelled at once.
+	first := h.do("GET", "/api/executions?limit=1", bearer(login.str("token")), nil).get("data", "executions").([]any)[0].(map[string]any)["taskId"].(string)
+	c := h.do("POST", "/api/executions/"+first+"/cancel", bearer(login.str("token")), nil)
+	expect(t, c, 200, "")
+	if c.str("execution", "status") != "CANCELLED" {
+		t.Fatalf("pending cancel: %s", c.raw)
+	}
+	for _, bad := range []map[string]any{
+		{"image": passImage, "taskId": "bad id!"}, {"image": passImage, "folder": "../etc"},
+		{"image": passImage, "envVars": map[string]any{"TASK_ID": "x"}}, {"image": passImage, "baseUrl": "ftp://x"},
+		{"image": passImage, "timeoutSeconds": -1}, {},
+	} {
+		if r := h.do("POST", "/api/executions", bearer(login.str("token")), bad); r.status != 400 {
+			t.Fatalf("%v: %d %s", bad, r.status, r.raw)
+		}
+	}
+}

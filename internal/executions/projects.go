@@ -1,0 +1,214 @@
+package executions
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+// ProjectInput is a project's settings as sent; nil fields are left as they are on update.
+type ProjectInput struct {
+	Name           *string
+	Image          *string
+	TargetURLs     map[string]string
+	DefaultFolder  *string
+	TimeoutSeconds *int
+	ReportFolders  []string
+	EnvVars        []domain.EnvVar
+	setURLs        bool
+	setFolders     bool
+	setEnv         bool
+}
+
+// WithTargetURLs, WithReportFolders and WithEnvVars mark the collections as sent (an empty
+// list then clears them).
+func (in *ProjectInput) WithTargetURLs(m map[string]string) { in.TargetURLs, in.setURLs = m, true }
+func (in *ProjectInput) WithReportFolders(f []string)        { in.ReportFolders, in.setFolders = f, true }
+func (in *ProjectInput) WithEnvVars(v []domain.EnvVar)       { in.EnvVars, in.setEnv = v, true }
+
+// CreateProject creates a project within the plan's maxProjects.
+func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in ProjectInput) (*domain.Project, error) {
+	if !p.CanWrite() {
+		return nil, errReadOnly
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return nil, domain.BadRequest("Missing required fields", "name is required")
+	}
+	now := s.Clock()
+	proj := &domain.Project{ID: s.NewID(), OrganizationID: p.OrgID, TargetURLs: map[string]string{}, CreatedAt: now, UpdatedAt: now}
+	if err := s.applyProjectInput(proj, in, nil); err != nil {
+		return nil, err
+	}
+	err := s.Store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
+			return err
+		}
+		org, err := tx.Organizations().Get(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		n, err := tx.Projects().Count(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		if !domain.Allows(int64(org.Limits().MaxProjects), int64(n)) {
+			return domain.Forbidden("Project limit reached", "The plan's project limit is reached")
+		}
+		return conflict(tx.Projects().Create(ctx, proj))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return proj, nil
+}
+
+func conflict(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return domain.Conflict("Project name already in use", "Another project of your organization has this name")
+	}
+	return err
+}
+
+// UpdateProject changes a project's settings.
+func (s *Service) UpdateProject(ctx context.Context, p *identity.Principal, id string, in ProjectInput) (*domain.Project, error) {
+	if !p.CanWrite() {
+		return nil, errReadOnly
+	}
+	proj, err := s.Store.Projects().Get(ctx, p.OrgID, id)
+	if err != nil {
+		return nil, notFound(err, errProject404)
+	}
+	old := append([]domain.EnvVar(nil), proj.EnvVars...)
+	if err := s.applyProjectInput(proj, in, old); err != nil {
+		return nil, err
+	}
+	proj.UpdatedAt = s.Clock()
+	if err := conflict(s.Store.Projects().Update(ctx, proj)); err != nil {
+		return nil, notFound(err, errProject404)
+	}
+	return proj, nil
+}
+
+// GetProject returns a project of the caller's organization.
+func (s *Service) GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error) {
+	proj, err := s.Store.Projects().Get(ctx, p.OrgID, id)
+	return proj, notFound(err, errProject404)
+}
+
+// ListProjects lists the organization's projects.
+func (s *Service) ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error) {
+	return s.Store.Projects().List(ctx, p.OrgID)
+}
+
+// DeleteProject deletes a project; its runs stay.
+func (s *Service) DeleteProject(ctx context.Context, p *identity.Principal, id string) error {
+	if !p.CanWrite() {
+		return errReadOnly
+	}
+	return notFound(s.Store.Projects().Delete(ctx, p.OrgID, id), errProject404)
+}
+
+// applyProjectInput validates in and applies it to proj, sealing new secrets. A secret sent
+// back as the mask keeps its stored value, so a client can round-trip a project it read.
+func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old []domain.EnvVar) error {
+	if in.Name != nil {
+		n := strings.TrimSpace(*in.Name)
+		if n == "" || utf8.RuneCountInString(n) > 100 {
+			return domain.BadRequest("Validation error", "name must have 1 to 100 characters")
+		}
+		proj.Name = n
+	}
+	if in.Image != nil {
+		if len(*in.Image) > maxFieldLen {
+			return domain.BadRequest("Validation error", "image is too long")
+		}
+		proj.Image = strings.TrimSpace(*in.Image)
+	}
+	if in.DefaultFolder != nil {
+		if err := validateFolder(*in.DefaultFolder); err != nil {
+			return err
+		}
+		proj.DefaultFolder = *in.DefaultFolder
+	}
+	if in.TimeoutSeconds != nil {
+		if *in.TimeoutSeconds < 0 || *in.TimeoutSeconds > maxTimeoutSeconds {
+			return domain.BadRequest("Validation error", "timeoutSeconds must be between 1 and 86400")
+		}
+		proj.TimeoutSeconds = *in.TimeoutSeconds
+	}
+	if in.setURLs {
+		urls := map[string]string{}
+		for env, u := range in.TargetURLs {
+			if !validEnvironment(env) {
+				return domain.BadRequest("Validation error", "targetUrls keys must be development, staging or production")
+			}
+			if u != "" && !validURL(u) {
+				return domain.BadRequest("Validation error", "targetUrls."+env+" must be an http(s) URL")
+			}
+			if u != "" {
+				urls[env] = u
+			}
+		}
+		proj.TargetURLs = urls
+	}
+	if in.setFolders {
+		if len(in.ReportFolders) > 20 {
+			return domain.BadRequest("Validation error", "at most 20 report folders")
+		}
+		var folders []string
+		for _, f := range in.ReportFolders {
+			clean, err := validateReportFolder(f)
+			if err != nil {
+				return err
+			}
+			folders = append(folders, clean)
+		}
+		proj.ReportFolders = folders
+	}
+	if in.setEnv {
+		if len(in.EnvVars) > maxEnvVars {
+			return domain.BadRequest("Validation error", "at most 100 envVars")
+		}
+		seen := map[string]bool{}
+		var vars []domain.EnvVar
+		for _, v := range in.EnvVars {
+			if err := validateEnv(v.Key, v.Value); err != nil {
+				return err
+			}
+			if seen[v.Key] {
+				return domain.BadRequest("Validation error", "environment variable "+v.Key+" is given twice")
+			}
+			seen[v.Key] = true
+			if v.Secret {
+				if v.Value == Masked {
+					kept := false
+					for _, o := range old {
+						if o.Key == v.Key && o.Secret {
+							v.Value, kept = o.Value, true
+						}
+					}
+					if !kept {
+						return domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
+					}
+				} else {
+					sealed, err := s.Box.Seal([]byte(v.Value))
+					if err != nil {
+						return err
+					}
+					v.Value = sealed
+				}
+			}
+			vars = append(vars, v)
+		}
+		proj.EnvVars = vars
+	}
+	return nil
+}
+
+// Masked is how a secret's value is shown.
+const Masked = "********"

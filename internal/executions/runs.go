@@ -1,0 +1,183 @@
+package executions
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+// Get returns a run of the caller's organization.
+func (s *Service) Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	if !domain.ValidTaskID(taskID) {
+		return nil, errNotFound
+	}
+	e, err := s.Store.Executions().Get(ctx, p.OrgID, taskID)
+	return e, notFound(err, errNotFound)
+}
+
+// List lists the organization's runs, newest first.
+func (s *Service) List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error) {
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, 0, domain.BadRequest("Validation error", "unknown status "+quote(string(st)))
+		}
+	}
+	return s.Store.Executions().List(ctx, p.OrgID, f)
+}
+
+// Logs returns the whole log of a run so far.
+func (s *Service) Logs(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, string, error) {
+	e, err := s.Get(ctx, p, taskID)
+	if err != nil {
+		return nil, "", err
+	}
+	text, err := s.Store.Logs().Read(ctx, e.ID)
+	return e, text, err
+}
+
+// CancelRun cancels a pending run at once, or asks the runner of a running one to stop it.
+func (s *Service) CancelRun(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	if !p.CanWrite() {
+		return nil, errReadOnly
+	}
+	e, err := s.Get(ctx, p, taskID)
+	if err != nil {
+		return nil, err
+	}
+	now, err := s.Store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.Clock())
+	switch {
+	case errors.Is(err, store.ErrGuard):
+		return nil, domain.Conflict("Execution already finished", "The execution has already ended with "+string(e.Status))
+	case err != nil:
+		return nil, notFound(err, errNotFound)
+	}
+	if !now && s.Cancel != nil {
+		s.Cancel(e.ID)
+	}
+	if e, err = s.Store.Executions().Get(ctx, p.OrgID, taskID); err != nil {
+		return nil, err
+	}
+	if now {
+		s.Events.ExecutionUpdated(e)
+	}
+	return e, nil
+}
+
+// Delete removes a run (cancelling it first when it is active), its logs and its reports,
+// and gives the storage back. The run still counts against the period's maxTestRuns.
+func (s *Service) Delete(ctx context.Context, p *identity.Principal, taskID string) error {
+	if !p.CanWrite() {
+		return errReadOnly
+	}
+	e, err := s.Get(ctx, p, taskID)
+	if err != nil {
+		return err
+	}
+	if !e.Status.Final() {
+		if _, err := s.Store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.Clock()); err != nil && !errors.Is(err, store.ErrGuard) {
+			return err
+		}
+		if s.Cancel != nil {
+			s.Cancel(e.ID)
+		}
+	}
+	if err := s.Store.Logs().DeleteAll(ctx, e.ID); err != nil {
+		return err
+	}
+	if err := s.Store.Executions().Delete(ctx, p.OrgID, taskID); err != nil {
+		return notFound(err, errNotFound)
+	}
+	freed, err := s.Reports.Delete(ctx, p.OrgID, taskID)
+	if err != nil {
+		s.Log.Warn("deleting a run's reports failed", "task", taskID, "err", err)
+	}
+	if freed > 0 {
+		if err := s.Store.Organizations().AddStorageUsed(ctx, p.OrgID, -freed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Metrics are the performance insights of an image's recent runs.
+type Metrics struct {
+	SampleSize        int
+	AverageDurationMs int64
+	LastRunDurationMs int64
+	PassRate          float64 // percent of finished runs that passed (UNSTABLE counts as passed)
+	IsRegression      bool    // the last run failed after a passing one, or took over 1.5× the average
+	FlakyTests        []string
+}
+
+// metricsSample is how many recent runs the insights look at.
+const metricsSample = 20
+
+// Metrics computes insights over the organization's last finished runs of an image.
+func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image string) (*Metrics, error) {
+	runs, err := s.Store.Executions().ListFinishedForImage(ctx, p.OrgID, image, metricsSample)
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{SampleSize: len(runs), FlakyTests: []string{}}
+	if len(runs) == 0 {
+		return m, nil
+	}
+	var total int64
+	passed := 0
+	flaky := map[string]bool{}
+	for i := range runs {
+		total += runs[i].DurationMs(s.Clock())
+		if runs[i].Status == domain.ExecPassed || runs[i].Status == domain.ExecUnstable {
+			passed++
+		}
+		for _, t := range runs[i].Tests {
+			if t.Status == domain.TestFlaky {
+				flaky[strings.TrimPrefix(t.Suite+" › "+t.Name, " › ")] = true
+			}
+		}
+	}
+	m.AverageDurationMs = total / int64(len(runs))
+	m.LastRunDurationMs = runs[0].DurationMs(s.Clock())
+	m.PassRate = float64(passed*1000/len(runs)) / 10
+	lastFailed := runs[0].Status == domain.ExecFailed || runs[0].Status == domain.ExecError
+	prevPassed := len(runs) > 1 && (runs[1].Status == domain.ExecPassed || runs[1].Status == domain.ExecUnstable)
+	m.IsRegression = (lastFailed && prevPassed) || (len(runs) > 2 && m.LastRunDurationMs*2 > m.AverageDurationMs*3)
+	for name := range flaky {
+		m.FlakyTests = append(m.FlakyTests, name)
+	}
+	sort.Strings(m.FlakyTests)
+	return m, nil
+}
+
+// TestsStructure lists the test folders under /app/tests of an image (or a project's image),
+// read from the image without running it.
+func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (string, []string, error) {
+	if projectID != "" {
+		proj, err := s.Store.Projects().Get(ctx, p.OrgID, projectID)
+		if err != nil {
+			return "", nil, notFound(err, errProject404)
+		}
+		if image == "" {
+			image = proj.Image
+		}
+	}
+	if image == "" {
+		image = s.DefaultImage
+	}
+	if image == "" {
+		return "", nil, domain.BadRequest("Missing required fields", "image or projectId is required")
+	}
+	if s.Backend == nil {
+		return "", nil, domain.Unavailable("Runner unavailable", "No Docker engine is configured")
+	}
+	dirs, err := s.Backend.ListDir(ctx, image, "/app/tests")
+	if err != nil {
+		return "", nil, domain.NewError(502, "Image inspection failed", "Could not read test folders of "+image+": "+err.Error())
+	}
+	return image, dirs, nil
+}

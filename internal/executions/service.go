@@ -1,0 +1,247 @@
+// Package executions is the service behind projects and runs: it applies the queueing rules
+// (plan limits, project defaults, the container contract's reserved names), keeps secrets
+// sealed, and hands runs to the run plane through the executions table.
+package executions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"verdict/internal/crypto/secretbox"
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/report"
+	"verdict/internal/run"
+	"verdict/internal/store"
+)
+
+// Service is the executions service.
+type Service struct {
+	Store   store.Store
+	Box     *secretbox.Box
+	Backend run.Backend // for tests-structure; nil when no engine is configured
+	Reports report.Store
+	Events  run.Events
+	Wake    func()                // wakes the embedded runner after a run is queued
+	Cancel  func(executionID string) // stops a run held by the embedded runner at once
+	Clock   domain.Clock
+	NewID   domain.IDGen
+	Log     *slog.Logger
+	// Defaults for runs that name neither image nor project.
+	DefaultImage   string
+	DefaultBaseURL string
+}
+
+var (
+	errNotFound     = domain.NotFound("Execution not found", "No such execution in your organization")
+	errProject404   = domain.NotFound("Project not found", "No such project in your organization")
+	errReadOnly     = domain.Forbidden("Forbidden", "Viewers cannot start, cancel or delete runs, or change projects")
+	errReservedName = "is reserved by the container contract (BASE_URL, TASK_ID, CI, FRAMEWORK_AGNOSTIC)"
+)
+
+// CountRunsSince counts the runs an organization queued since a moment (plan usage).
+func (s *Service) CountRunsSince(ctx context.Context, orgID string, since time.Time) (int, error) {
+	return s.Store.Executions().CountSince(ctx, orgID, since)
+}
+
+// QueueInput is the body of POST /api/executions.
+type QueueInput struct {
+	Image          string
+	Command        string
+	Environment    string
+	BaseURL        string
+	Folder         string
+	ProjectID      string
+	EnvVars        map[string]string
+	TaskID         string
+	TimeoutSeconds int
+}
+
+// Bounds of a queued run.
+const (
+	maxTimeoutSeconds = 24 * 60 * 60
+	maxFieldLen       = 2048
+	maxEnvVars        = 100
+	maxEnvValueLen    = 32 << 10
+)
+
+// Queue validates and queues a run (DECISIONS 11, 12, 15, 26).
+func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInput) (*domain.Execution, error) {
+	if !p.CanWrite() {
+		return nil, errReadOnly
+	}
+	for name, v := range map[string]string{"image": in.Image, "command": in.Command, "environment": in.Environment, "baseUrl": in.BaseURL, "folder": in.Folder} {
+		if len(v) > maxFieldLen {
+			return nil, domain.BadRequest("Validation error", name+" is too long")
+		}
+	}
+	if in.TaskID != "" && !domain.ValidTaskID(in.TaskID) {
+		return nil, domain.BadRequest("Invalid taskId", "taskId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	if in.TimeoutSeconds < 0 || in.TimeoutSeconds > maxTimeoutSeconds {
+		return nil, domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be between 1 and %d", maxTimeoutSeconds))
+	}
+	if err := validateFolder(in.Folder); err != nil {
+		return nil, err
+	}
+	if in.BaseURL != "" && !validURL(in.BaseURL) {
+		return nil, domain.BadRequest("Validation error", "baseUrl must be an http(s) URL")
+	}
+	if len(in.EnvVars) > maxEnvVars {
+		return nil, domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
+	}
+	env := run.RunEnv{Vars: map[string]string{}}
+	e := &domain.Execution{ID: s.NewID(), OrganizationID: p.OrgID, TaskID: in.TaskID, Image: strings.TrimSpace(in.Image),
+		Command: in.Command, Environment: in.Environment, BaseURL: in.BaseURL, Folder: in.Folder,
+		TimeoutSeconds: in.TimeoutSeconds, TriggeredBy: p.UserID, ViaAPIKey: p.APIKeyID != "",
+		Status: domain.ExecPending, QueuedAt: s.Clock()}
+	if in.ProjectID != "" {
+		proj, err := s.Store.Projects().Get(ctx, p.OrgID, in.ProjectID)
+		if err != nil {
+			return nil, notFound(err, errProject404)
+		}
+		if err := s.applyProject(e, proj, &env); err != nil {
+			return nil, err
+		}
+	}
+	if in.Environment != "" && !validEnvironment(in.Environment) {
+		return nil, domain.BadRequest("Validation error", "environment must be development, staging or production")
+	}
+	if e.Image == "" {
+		e.Image = s.DefaultImage
+	}
+	if e.Image == "" {
+		return nil, domain.BadRequest("Missing required fields", "image is required unless projectId names a project with an image")
+	}
+	if e.BaseURL == "" {
+		e.BaseURL = s.DefaultBaseURL
+	}
+	if e.TimeoutSeconds == 0 {
+		e.TimeoutSeconds = int(domain.DefaultTimeout / time.Second)
+	}
+	for k, v := range in.EnvVars {
+		if err := validateEnv(k, v); err != nil {
+			return nil, err
+		}
+		env.Vars[k] = v
+		env.Secrets = removeName(env.Secrets, k) // a request value replaces a project secret
+	}
+	for k := range env.Vars {
+		e.EnvNames = append(e.EnvNames, k)
+	}
+	sort.Strings(e.EnvNames)
+	cipher, err := run.SealEnv(s.Box, env)
+	if err != nil {
+		return nil, err
+	}
+	e.EnvCipher = cipher
+	generated := e.TaskID == ""
+
+	err = s.Store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
+			return err
+		}
+		org, err := tx.Organizations().Get(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		start, _ := identity.BillingPeriod(org, e.QueuedAt)
+		used, err := tx.Executions().CountSince(ctx, p.OrgID, start)
+		if err != nil {
+			return err
+		}
+		limits := org.Limits()
+		if !domain.Allows(int64(limits.MaxTestRuns), int64(used)) {
+			return domain.Forbidden("Test run limit exceeded",
+				fmt.Sprintf("The %s plan allows %d test runs per billing period", org.Plan, limits.MaxTestRuns)).
+				With("usage", map[string]any{"used": used, "limit": limits.MaxTestRuns, "percentUsed": domain.PercentUsed(int64(used), int64(limits.MaxTestRuns))})
+		}
+		active, err := tx.Executions().CountActive(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		if limits.MaxConcurrentRuns != domain.Unlimited && active >= limits.MaxConcurrentRuns {
+			e.QueueReason = fmt.Sprintf("waiting for a free run slot: %d of %d in use", active, limits.MaxConcurrentRuns)
+		} else {
+			e.QueueReason = "waiting for a runner"
+		}
+		for attempt := 0; ; attempt++ {
+			if generated {
+				e.TaskID = newTaskID(s.NewID())
+			}
+			err := tx.Executions().Create(ctx, e)
+			if errors.Is(err, store.ErrConflict) {
+				if generated && attempt < 3 {
+					continue
+				}
+				return domain.Conflict("Task ID already in use", "An execution with this taskId exists in your organization")
+			}
+			return err
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Events.ExecutionUpdated(e)
+	if s.Wake != nil {
+		s.Wake()
+	}
+	return e, nil
+}
+
+// newTaskID makes a readable server-side task ID.
+func newTaskID(id string) string { return "run-" + id }
+
+// applyProject takes a project's image, folder, timeout, report folders, target URL and
+// variables for what the request leaves out.
+func (s *Service) applyProject(e *domain.Execution, proj *domain.Project, env *run.RunEnv) error {
+	e.ProjectID = proj.ID
+	if e.Image == "" {
+		e.Image = proj.Image
+	}
+	if e.Folder == "" {
+		e.Folder = proj.DefaultFolder
+	}
+	if e.TimeoutSeconds == 0 {
+		e.TimeoutSeconds = proj.TimeoutSeconds
+	}
+	e.ReportFolders = proj.ReportFolders
+	if e.BaseURL == "" && e.Environment != "" {
+		e.BaseURL = proj.TargetURLs[e.Environment]
+	}
+	for _, v := range proj.EnvVars {
+		val := v.Value
+		if v.Secret {
+			plain, err := s.Box.Open(v.Value)
+			if err != nil {
+				return fmt.Errorf("project secret %s: %w", v.Key, err)
+			}
+			val = string(plain)
+			env.Secrets = append(env.Secrets, v.Key)
+		}
+		env.Vars[v.Key] = val
+	}
+	return nil
+}
+
+func removeName(names []string, n string) []string {
+	out := names[:0]
+	for _, x := range names {
+		if x != n {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func notFound(err error, e *domain.Error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return e
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+// Reaper ends runs whose runner stopped renewing the lease, so that no run stays RUNNING
+// forever after a crash. Every replica may run one: ending a run is a conditional update.
+type Reaper struct {
+	Store    store.Store
+	Backend  Backend // may be nil when this replica has no engine
+	Events   Events
+	Clock    domain.Clock
+	Log      *slog.Logger
+	Interval time.Duration // [5s]
+}
+
+// Run sweeps every Interval until ctx ends.
+func (r *Reaper) Run(ctx context.Context) {
+	if r.Interval <= 0 {
+		r.Interval = 5 * time.Second
+	}
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		r.Sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep ends every run whose lease has expired, removing its container where it can.
+func (r *Reaper) Sweep(ctx context.Context) {
+	now := r.Clock()
+	expired, err := r.Store.Executions().Expired(ctx, now)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.Log.Error("looking for expired leases failed", "err", err)
+		}
+		return
+	}
+	for _, e := range expired {
+		r.end(ctx, &e, now, "the runner stopped renewing its lease (runner lost)")
+	}
+}
+
+func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, reason string) {
+	ended, err := r.Store.Executions().EndExpired(ctx, e.ID, now, reason)
+	if err != nil || !ended {
+		return
+	}
+	r.Log.Warn("run ended: lease expired", "org", e.OrganizationID, "task", e.TaskID, "runner", e.RunnerID)
+	if r.Backend != nil && e.ContainerID != "" {
+		if err := r.Backend.Remove(ctx, e.ContainerID); err != nil {
+			r.Log.Info("removing the lost run's container failed (it may be on another engine)", "err", err)
+		}
+	}
+	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
+		r.Events.ExecutionUpdated(done)
+	}
+}
+
+// Reconcile runs at start, before the runner claims anything: runs still held by this runner's
+// ID belong to an earlier life of this process and end ERROR; Verdict containers on the engine
+// whose run is over or gone are removed. Containers of runs held by other live runners stay.
+func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
+	containers, err := b.List(ctx, map[string]string{LabelManaged: "true"})
+	if err != nil {
+		return err
+	}
+	for _, c := range containers {
+		org, task := c.Labels[LabelOrg], c.Labels[LabelTask]
+		e, err := st.Executions().Get(ctx, org, task)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		active := e != nil && (e.Status == domain.ExecRunning || e.Status == domain.ExecAnalyzing)
+		if active && e.RunnerID == runnerID {
+			f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
+			if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
+				if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
+					events.ExecutionUpdated(done)
+				}
+			}
+			active = false
+		}
+		if !active {
+			log.Info("removing an orphaned run container", "container", c.ID, "org", org, "task", task)
+			if err := b.Remove(ctx, c.ID); err != nil {
+				log.Warn("removing an orphaned container failed", "container", c.ID, "err", err)
+			}
+		}
+	}
+	// Runs of this runner whose container is already gone.
+	expired, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
+	if err != nil {
+		return err
+	}
+	for _, e := range expired {
+		if e.RunnerID != runnerID {
+			continue
+		}
+		f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
+		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
+			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
+				events.ExecutionUpdated(done)
+			}
+		}
+	}
+	return nil
+}

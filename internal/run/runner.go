@@ -1,0 +1,407 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"verdict/internal/crypto/secretbox"
+	"verdict/internal/domain"
+	"verdict/internal/report"
+	"verdict/internal/store"
+)
+
+// Events is where the runner announces what happens; the realtime hub implements it.
+type Events interface {
+	ExecutionUpdated(e *domain.Execution)
+	ExecutionLog(orgID, taskID, chunk string)
+}
+
+// Runner claims PENDING executions and carries them out on its Backend, Slots at a time.
+// It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
+type Runner struct {
+	ID        string
+	Store     store.Store
+	Backend   Backend
+	Reports   report.Store
+	ReportDir func(orgID, taskID string) string // local folder of a run's reports, for parsing
+	Box       *secretbox.Box
+	Events    Events
+	Clock     domain.Clock
+	Log       *slog.Logger
+	Slots     int
+	Resources Resources
+
+	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
+	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
+	Poll      time.Duration // how often to look for work when not woken [1s]
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+	mu       sync.Mutex
+	cancels  map[string]context.CancelCauseFunc // by execution ID, for in-process cancels
+}
+
+func (r *Runner) init() {
+	r.wakeOnce.Do(func() {
+		r.wake = make(chan struct{}, 1)
+		r.cancels = map[string]context.CancelCauseFunc{}
+		if r.Lease <= 0 {
+			r.Lease = 30 * time.Second
+		}
+		if r.Heartbeat <= 0 {
+			r.Heartbeat = r.Lease / 3
+		}
+		if r.Poll <= 0 {
+			r.Poll = time.Second
+		}
+		if r.Slots <= 0 {
+			r.Slots = 2
+		}
+		if r.Log == nil {
+			r.Log = slog.Default()
+		}
+	})
+}
+
+// Notify wakes the runner at once: a run was queued or a slot freed.
+func (r *Runner) Notify() {
+	r.init()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// errCancelled and errShutdown are the causes a run's context ends with.
+var (
+	errCancelled = errors.New("cancelled")
+	errShutdown  = errors.New("runner stopped")
+	errLeaseLost = errors.New("lease lost")
+)
+
+// Cancel stops a run this runner holds, at once (the heartbeat would find it too).
+func (r *Runner) Cancel(executionID string) {
+	r.init()
+	r.mu.Lock()
+	c := r.cancels[executionID]
+	r.mu.Unlock()
+	if c != nil {
+		c(errCancelled)
+	}
+}
+
+func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns }
+
+// Run claims and carries out runs until ctx ends; then it stops its containers, settles their
+// runs as ERROR, and returns.
+func (r *Runner) Run(ctx context.Context) {
+	r.init()
+	slots := make(chan struct{}, r.Slots)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	poll := time.NewTicker(r.Poll)
+	defer poll.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		now := r.Clock()
+		e, err := r.Store.Executions().Claim(ctx, r.ID, now, now.Add(r.Lease), limitFor)
+		if err != nil || e == nil {
+			<-slots
+			if err != nil && ctx.Err() == nil {
+				r.Log.Error("claiming a run failed", "err", err)
+			}
+			select {
+			case <-r.wake:
+			case <-poll.C:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots; r.Notify() }()
+			r.execute(ctx, e)
+		}()
+	}
+}
+
+// execute carries out one claimed run from start to its final status.
+func (r *Runner) execute(parent context.Context, e *domain.Execution) {
+	log := r.Log.With("org", e.OrganizationID, "task", e.TaskID)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	defer cancel(nil)
+	stopOnShutdown := context.AfterFunc(parent, func() { cancel(errShutdown) })
+	defer stopOnShutdown()
+	r.mu.Lock()
+	r.cancels[e.ID] = cancel
+	r.mu.Unlock()
+	defer func() { r.mu.Lock(); delete(r.cancels, e.ID); r.mu.Unlock() }()
+
+	r.Events.ExecutionUpdated(e)
+	go r.keepLease(ctx, cancel, e)
+
+	f := r.carryOut(ctx, e, log)
+	f.FinishedAt = r.Clock()
+	// The final write must happen even when the run's context was cancelled.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, f); err != nil {
+		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+	}
+	if f.ReportBytes > 0 {
+		if err := r.Store.Organizations().AddStorageUsed(wctx, e.OrganizationID, f.ReportBytes); err != nil {
+			log.Error("counting report storage failed", "err", err)
+		}
+	}
+	if done, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		r.Events.ExecutionUpdated(done)
+	}
+	log.Info("run finished", "status", f.Status, "error", f.Error)
+}
+
+// keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
+// or the lease was lost.
+func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, e *domain.Execution) {
+	t := time.NewTicker(r.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		stop, err := r.Store.Executions().Heartbeat(ctx, e.ID, r.ID, r.Clock().Add(r.Lease))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			cancel(errLeaseLost)
+			return
+		case err != nil:
+			r.Log.Warn("lease renewal failed", "task", e.TaskID, "err", err)
+		case stop:
+			cancel(errCancelled)
+			return
+		}
+	}
+}
+
+// carryOut runs the container and works out the result. It never returns without a status.
+func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Logger) store.Finish {
+	fail := func(format string, args ...any) store.Finish {
+		return store.Finish{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
+	}
+	env, err := OpenEnv(r.Box, e.EnvCipher)
+	if err != nil {
+		return fail("the run's variables could not be decrypted")
+	}
+	if err := r.Backend.EnsureImage(ctx, e.Image); err != nil {
+		if ended := endedBy(ctx); ended != nil {
+			return *ended
+		}
+		if errors.Is(err, ErrImageNotFound) {
+			return fail("image %q not found on the Docker engine and could not be pulled", e.Image)
+		}
+		return fail("preparing image %q failed: %v", e.Image, err)
+	}
+	id, err := r.Backend.Start(ctx, r.spec(e, env))
+	if err != nil {
+		if ended := endedBy(ctx); ended != nil {
+			return *ended
+		}
+		return fail("the container could not start: %v", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Backend.Remove(rctx, id); err != nil {
+			log.Warn("removing the container failed", "container", id, "err", err)
+		}
+	}()
+	if err := r.Store.Executions().SetContainer(ctx, e.ID, id); err != nil {
+		log.Warn("recording the container failed", "err", err)
+	}
+
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		r.streamLogs(ctx, e, id, masker(env), log)
+	}()
+
+	timeout := time.Duration(e.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = domain.DefaultTimeout
+	}
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	exit, werr := r.Backend.Wait(wctx, id)
+	wcancel()
+	var ended *store.Finish
+	if werr != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		if err := r.Backend.Stop(sctx, id, 5*time.Second); err != nil {
+			log.Warn("stopping the container failed", "err", err)
+		}
+		scancel()
+		switch ended = endedBy(ctx); {
+		case ended != nil:
+		case errors.Is(werr, context.DeadlineExceeded):
+			f := fail("timed out after %s", timeout)
+			ended = &f
+		default:
+			f := fail("waiting for the container failed: %v", werr)
+			ended = &f
+		}
+	}
+	select {
+	case <-logsDone:
+	case <-time.After(10 * time.Second):
+		log.Warn("log stream did not end after the container exited")
+	}
+
+	// Reports are kept for every run that got as far as a container, even a cancelled one.
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer rcancel()
+	f := r.collectReports(rctx, e, id, log)
+	if ended != nil {
+		ended.ReportDirs, ended.ReportBytes, ended.Notes = f.ReportDirs, f.ReportBytes, f.Notes
+		ended.Tests, ended.Summary = f.Tests, f.Summary
+		return *ended
+	}
+	f.ExitCode = &exit
+	f.Status = domain.Verdict(exit, f.Tests)
+	return f
+}
+
+// endedBy tells whether the run's context ended on purpose: cancel, shutdown, lost lease.
+func endedBy(ctx context.Context) *store.Finish {
+	switch cause := context.Cause(ctx); {
+	case cause == nil:
+		return nil
+	case errors.Is(cause, errCancelled):
+		return &store.Finish{Status: domain.ExecCancelled, Error: "cancelled by a user"}
+	case errors.Is(cause, errShutdown):
+		return &store.Finish{Status: domain.ExecError, Error: "the runner stopped while the run was in progress"}
+	case errors.Is(cause, errLeaseLost):
+		return &store.Finish{Status: domain.ExecError, Error: "the runner lost its lease on the run"}
+	}
+	return nil
+}
+
+// spec builds the container of a run: the SPEC's container contract exactly, plus the run's
+// variables. `command`, when given, replaces the image's entrypoint; the folder stays its
+// first argument.
+func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
+	vars := make(map[string]string, len(env.Vars)+4)
+	for k, v := range env.Vars {
+		vars[k] = v
+	}
+	folder := e.Folder
+	if folder == "" {
+		folder = "all"
+	}
+	vars["BASE_URL"] = containerURL(e.BaseURL)
+	vars["TASK_ID"] = e.TaskID
+	vars["CI"] = "true"
+	vars["FRAMEWORK_AGNOSTIC"] = "true"
+	var entrypoint []string
+	if strings.TrimSpace(e.Command) != "" {
+		entrypoint = SplitCommand(e.Command)
+	}
+	return Spec{
+		Name:        "verdict-" + e.ID,
+		Image:       e.Image,
+		Entrypoint:  entrypoint,
+		Args:        []string{folder},
+		Env:         vars,
+		Labels:      map[string]string{LabelManaged: "true", LabelOrg: e.OrganizationID, LabelTask: e.TaskID},
+		Resources:   r.Resources,
+		HostGateway: true,
+	}
+}
+
+// streamLogs follows the container's output into the log store and the live channel.
+func (r *Runner) streamLogs(ctx context.Context, e *domain.Execution, id string, mask *strings.Replacer, log *slog.Logger) {
+	rc, err := r.Backend.Logs(ctx, id)
+	if err != nil {
+		log.Warn("following the container's logs failed", "err", err)
+		return
+	}
+	defer rc.Close()
+	seq := 0
+	pumpLogs(ctx, rc, mask, func(chunk string) {
+		seq++
+		// The live event goes first: watchers should not wait for the database.
+		r.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := r.Store.Logs().Append(wctx, e.ID, seq, chunk); err != nil {
+			log.Warn("storing log lines failed", "err", err)
+		}
+	})
+}
+
+// collectReports copies the report folders out of the container into the report store,
+// within the organization's storage limit, and parses the results they hold.
+func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id string, log *slog.Logger) store.Finish {
+	var f store.Finish
+	org, err := r.Store.Organizations().Get(ctx, e.OrganizationID)
+	if err != nil {
+		f.Notes = append(f.Notes, "reports were not collected: the organization could not be read")
+		return f
+	}
+	room := int64(-1)
+	if limit := org.Limits().MaxStorageBytes; limit != domain.Unlimited {
+		room = max(limit-org.StorageUsedBytes, 0)
+	}
+	folders := e.ReportFolders
+	if len(folders) == 0 {
+		folders = domain.DefaultReportFolders
+	}
+	for _, folder := range folders {
+		rc, err := r.Backend.CopyOut(ctx, id, "/app/"+strings.Trim(folder, "/"))
+		if errors.Is(err, ErrPathNotFound) {
+			continue
+		}
+		if err != nil {
+			log.Warn("copying a report folder failed", "folder", folder, "err", err)
+			continue
+		}
+		limit := room - f.ReportBytes
+		if room < 0 {
+			limit = 1 << 40
+		}
+		n, err := r.Reports.Put(ctx, e.OrganizationID, e.TaskID, rc, folder, limit)
+		rc.Close()
+		if errors.Is(err, report.ErrTooLarge) {
+			if _, err := r.Reports.Delete(ctx, e.OrganizationID, e.TaskID); err != nil {
+				log.Warn("removing the partial reports failed", "err", err)
+			}
+			f.ReportDirs, f.ReportBytes = nil, 0
+			f.Notes = append(f.Notes, "reports were dropped: they would pass the organization's storage limit")
+			return f
+		}
+		if err != nil {
+			log.Warn("storing a report folder failed", "folder", folder, "err", err)
+			continue
+		}
+		f.ReportDirs = append(f.ReportDirs, folder)
+		f.ReportBytes += n
+	}
+	if len(f.ReportDirs) > 0 && r.ReportDir != nil {
+		tests, err := report.ParseDir(r.ReportDir(e.OrganizationID, e.TaskID))
+		if err != nil {
+			f.Notes = append(f.Notes, "test results could not be read: "+err.Error())
+		}
+		f.Tests, f.Summary = tests, domain.Summarize(tests)
+	}
+	return f
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"verdict/internal/domain"
+)
+
+// ProjectRepo stores projects.
+type ProjectRepo interface {
+	Create(ctx context.Context, p *domain.Project) error
+	Get(ctx context.Context, orgID, id string) (*domain.Project, error)
+	List(ctx context.Context, orgID string) ([]domain.Project, error) // oldest first
+	Update(ctx context.Context, p *domain.Project) error              // by OrganizationID and ID
+	Delete(ctx context.Context, orgID, id string) error
+	Count(ctx context.Context, orgID string) (int, error)
+}
+
+// ExecutionFilter narrows a listing.
+type ExecutionFilter struct {
+	Statuses  []domain.ExecStatus
+	ProjectID string
+	Image     string
+	Limit     int
+	Offset    int
+}
+
+// Finish is what a runner reports when a run ends.
+type Finish struct {
+	Status      domain.ExecStatus
+	Error       string
+	ExitCode    *int
+	FinishedAt  time.Time
+	Summary     domain.Summary
+	Tests       []domain.TestResult
+	ReportDirs  []string
+	ReportBytes int64
+	Notes       []string
+}
+
+// ExecutionRepo stores executions and is the run queue.
+type ExecutionRepo interface {
+	// Create queues an execution; ErrConflict when the organization already has its TaskID.
+	Create(ctx context.Context, e *domain.Execution) error
+	Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
+	// GetByID finds an execution by internal ID across organizations: for the run plane only,
+	// which acts on runs it was handed, never on a tenant's request.
+	GetByID(ctx context.Context, id string) (*domain.Execution, error)
+	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, and the total
+	CountSince(ctx context.Context, orgID string, since time.Time) (int, error)                 // runs queued since
+	CountActive(ctx context.Context, orgID string) (int, error)                                 // RUNNING or ANALYZING
+
+	// Claim atomically moves the oldest PENDING execution of any organization with a free run
+	// slot to RUNNING for runnerID, with a lease until leaseUntil. Slots per organization come
+	// from limitFor(plan). FIFO within an organization; an organization at its limit is skipped,
+	// so its backlog never blocks another's. Nil, nil when nothing is claimable.
+	Claim(ctx context.Context, runnerID string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
+	// SetQueueReason records why a PENDING run waits.
+	SetQueueReason(ctx context.Context, id, reason string) error
+	// Heartbeat extends the lease of a RUNNING execution held by runnerID and reports whether a
+	// cancel was requested. ErrNotFound when the run is no longer this runner's.
+	Heartbeat(ctx context.Context, id, runnerID string, leaseUntil time.Time) (cancel bool, err error)
+	SetContainer(ctx context.Context, id, containerID string) error
+	// Finish ends a RUNNING execution held by runnerID; ErrNotFound when it was already ended.
+	Finish(ctx context.Context, id, runnerID string, f Finish) error
+	// Expired lists RUNNING executions whose lease ended before now.
+	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
+	// EndExpired ends an execution whose lease expired as ERROR with reason (no-op if renewed).
+	EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error)
+	// RequestCancel cancels a PENDING run at once (true) or flags a RUNNING one for its runner.
+	RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (cancelledNow bool, err error)
+	Delete(ctx context.Context, orgID, taskID string) error
+	// ListPending lists PENDING executions oldest first (to explain why they wait).
+	ListPending(ctx context.Context, limit int) ([]domain.Execution, error)
+	// ListForImage lists an organization's finished runs of an image, newest first (metrics).
+	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
+}
+
+// LogRepo stores run logs as ordered chunks of whole lines.
+type LogRepo interface {
+	Append(ctx context.Context, executionID string, seq int, chunk string) error
+	// Read returns the whole log so far.
+	Read(ctx context.Context, executionID string) (string, error)
+	DeleteAll(ctx context.Context, executionID string) error
+}

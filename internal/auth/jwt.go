@@ -98,7 +98,7 @@ var (
 // Verify checks signature, algorithm and expiry, and that the claims name a user, an
 // organization and a valid role. Failures are 401 *domain.Error values.
 func (t *Tokens) Verify(token string) (Claims, error) {
-	if len(token) > maxTokenBytes {
+	if len(token) > maxTokenBytes || !isTokenText(token) {
 		return Claims{}, errTokenInvalid
 	}
 	var c wireClaims
@@ -118,4 +118,17 @@ func (t *Tokens) Verify(token string) (Claims, error) {
 		IssuedAt:       c.IssuedAt.Time,
 		ExpiresAt:      c.ExpiresAt.Time,
 	}, nil
+}
+
+// isTokenText reports whether s holds only base64url characters and dots. Go's base64
+// decoder skips CR and LF even in strict mode, so without this check a valid token with line
+// breaks inside its signature would verify too.
+func isTokenText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -158,6 +158,8 @@ func TestVerifyRefuses(t *testing.T) {
 		"signature stripped": parts[0] + "." + parts[1] + ".",
 		"non-canonical sig":  nonCanonical,
 		"padded segment":     good + "=",
+		"CR LF in signature": good[:len(good)-4] + "\r\n" + good[len(good)-4:],
+		"space in signature": good[:len(good)-4] + " " + good[len(good)-4:],
 		"no exp":             handMade(hs256Header, claims(func(m map[string]any) { delete(m, "exp") })),
 		"no iat":             handMade(hs256Header, claims(func(m map[string]any) { delete(m, "iat") })),
 		"expired":            handMade(hs256Header, claims(func(m map[string]any) { m["exp"] = iat - 1 })),
@@ -205,6 +207,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(handMade(map[string]any{"alg": "RS256"}, map[string]any{"userId": "u", "organizationId": "o", "role": "admin", "iat": iat, "exp": iat + 60}))
 	f.Add(handMade(map[string]any{"alg": "none"}, map[string]any{"userId": "u", "organizationId": "o", "role": "admin", "iat": iat, "exp": iat + 60}))
 	f.Add(good[:strings.LastIndexByte(good, '.')+1])
+	f.Add(good[:len(good)-4] + "\n" + good[len(good)-4:])
 	for _, s := range []string{"", ".", "..", "a.b.c", "eyJhbGciOiJIUzI1NiJ9.e30.", strings.Repeat("A", 100)} {
 		f.Add(s)
 	}

@@ -64,6 +64,11 @@ func (b *Box) Open(sealed string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown version", ErrOpen)
 	}
+	// Go's base64 decoder skips CR and LF even in strict mode; refuse them so that each
+	// sealed value has exactly one text form.
+	if strings.ContainsAny(body, "\r\n") {
+		return nil, fmt.Errorf("%w: malformed", ErrOpen)
+	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: malformed", ErrOpen)

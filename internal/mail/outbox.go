@@ -1,0 +1,256 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	netmail "net/mail"
+	"strings"
+	"sync"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+// Retry policy of the outbox.
+const (
+	RetryBase        = 30 * time.Second // delay after the first failure, doubled after each one
+	RetryMax         = time.Hour        // cap of the delay
+	MaxAttempts      = 10               // attempts before a mail is given up, about 3 h after the first
+	maxErrorTextSize = 1000             // of the error recorded on the row
+)
+
+// Enqueue stores msg in the outbox, due at now. Call it with the repository of the
+// transaction that makes the change causing the mail, so the mail exists exactly when the
+// change commits; then Notify the worker after the commit.
+func Enqueue(ctx context.Context, repo store.OutboxRepo, msg Message, now time.Time) error {
+	if err := msg.Validate(); err != nil {
+		return err
+	}
+	m := &store.Mail{ // the repository assigns the ID
+		To:          append([]string(nil), msg.To...),
+		Subject:     msg.Subject,
+		HTML:        msg.HTML,
+		Text:        msg.Text,
+		NextAttempt: now,
+		CreatedAt:   now,
+	}
+	if err := repo.Enqueue(ctx, m); err != nil {
+		return fmt.Errorf("mail: enqueue: %w", err)
+	}
+	return nil
+}
+
+// Backoff is the delay before the next try after the n-th failed attempt (n ≥ 1):
+// RetryBase × 2^(n-1), capped at RetryMax.
+func Backoff(n int) time.Duration {
+	d := RetryBase
+	for i := 1; i < n; i++ {
+		d *= 2
+		if d >= RetryMax {
+			return RetryMax
+		}
+	}
+	return d
+}
+
+// Worker sends the outbox: it claims due mails with a lease (so replicas never send one
+// twice while it is in flight), sends each, and records success or schedules a retry.
+// A Worker must not be copied after first use.
+type Worker struct {
+	Repo   store.OutboxRepo
+	Sender Sender
+	Clock  domain.Clock // nil: domain.SystemClock
+	Logger *slog.Logger // nil: discard
+
+	// Zero values take the defaults in brackets.
+	PollInterval time.Duration // how often to look for due mails [1s]
+	SendTimeout  time.Duration // per message [1m]
+	Lease        time.Duration // how long a claimed mail is hidden from other workers [SendTimeout×BatchSize + 1m]
+	BatchSize    int           // mails claimed at once [10]
+
+	once sync.Once
+	wake chan struct{}
+}
+
+func (w *Worker) init() {
+	w.once.Do(func() { w.wake = make(chan struct{}, 1) })
+}
+
+// Notify wakes Run at once, e.g. after a transaction that enqueued a mail committed.
+// It never blocks.
+func (w *Worker) Notify() {
+	w.init()
+	select {
+	case w.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// Run sends due mails until ctx ends, polling every PollInterval and whenever notified.
+// Errors are logged, never returned: the outbox is retried on the next round.
+func (w *Worker) Run(ctx context.Context) {
+	w.init()
+	t := time.NewTicker(w.pollInterval())
+	defer t.Stop()
+	for {
+		// Drain whole batches so a burst goes out without waiting a tick per batch.
+		for {
+			n, err := w.RunOnce(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.logger().Error("mail outbox: claim failed", "error", err)
+				}
+				break
+			}
+			if n < w.batchSize() {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// RunOnce claims one batch of due mails and tries each once. It returns how many it
+// claimed; its error is only a failure to claim.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	now := w.now()
+	mails, err := w.Repo.Claim(ctx, now, now.Add(w.lease()), w.batchSize())
+	if err != nil {
+		return 0, fmt.Errorf("mail: claim: %w", err)
+	}
+	for i, m := range mails {
+		if ctx.Err() != nil {
+			w.release(ctx, mails[i:])
+			break
+		}
+		w.deliver(ctx, m)
+	}
+	return len(mails), nil
+}
+
+// release makes leased mails due again at once when shutdown interrupts them, so another
+// replica (or the next start) sends them without waiting for the lease to run out.
+func (w *Worker) release(ctx context.Context, mails []store.Mail) {
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, m := range mails {
+		if err := w.Repo.MarkFailed(dbCtx, m.ID, "interrupted: mail worker stopped", w.now(), false); err != nil {
+			w.logger().Warn("mail outbox: releasing a claimed mail failed; it is retried when its lease ends",
+				"mail_id", m.ID, "error", err)
+		}
+	}
+}
+
+func (w *Worker) deliver(ctx context.Context, m store.Mail) {
+	log := w.logger().With("mail_id", m.ID, "recipients", len(m.To))
+	sendCtx, cancel := context.WithTimeout(ctx, w.sendTimeout())
+	err := w.Sender.Send(sendCtx, Message{To: m.To, Subject: m.Subject, HTML: m.HTML, Text: m.Text})
+	cancel()
+	// Record the outcome even when shutdown began during the send, so a delivered mail is
+	// not sent again.
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err == nil {
+		if err := w.Repo.MarkSent(dbCtx, m.ID, w.now()); err != nil {
+			// The mail went out but stays unsent in the outbox: it is sent again after the
+			// lease. At least once is the price of not holding a transaction over SMTP.
+			log.Error("mail outbox: sent but not marked sent", "error", err)
+			return
+		}
+		log.Info("mail sent", "attempt", m.Attempts)
+		return
+	}
+	if ctx.Err() != nil {
+		w.release(ctx, []store.Mail{m}) // interrupted by shutdown, not the mail's fault
+		return
+	}
+	// Claim counted this attempt already, so a sender that crashed mid-send used one up too.
+	attempt := m.Attempts
+	giveUp := attempt >= MaxAttempts
+	next := w.now().Add(Backoff(attempt))
+	errText := truncate(redactRecipients(err.Error(), m.To), maxErrorTextSize)
+	if merr := w.Repo.MarkFailed(dbCtx, m.ID, errText, next, giveUp); merr != nil {
+		log.Error("mail outbox: recording a failed attempt failed", "error", merr, "send_error", errText)
+		return
+	}
+	if giveUp {
+		log.Error("mail given up", "attempt", attempt, "error", errText)
+		return
+	}
+	log.Warn("mail send failed; will retry", "attempt", attempt, "next_attempt", next, "error", errText)
+}
+
+// redactRecipients replaces the addresses that relays like to echo in rejections
+// ("550 <ann@example.com>: unknown user") with their position, so the log names no one.
+func redactRecipients(s string, to []string) string {
+	for i, addr := range to {
+		if a, err := netmail.ParseAddress(addr); err == nil {
+			addr = a.Address // relays echo the bare address, not "Name <address>"
+		}
+		if addr != "" {
+			s = strings.ReplaceAll(s, addr, fmt.Sprintf("recipient-%d", i+1))
+		}
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 { // do not cut a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func (w *Worker) now() time.Time {
+	if w.Clock != nil {
+		return w.Clock()
+	}
+	return domain.SystemClock()
+}
+
+func (w *Worker) logger() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (w *Worker) pollInterval() time.Duration {
+	if w.PollInterval > 0 {
+		return w.PollInterval
+	}
+	return time.Second
+}
+
+func (w *Worker) sendTimeout() time.Duration {
+	if w.SendTimeout > 0 {
+		return w.SendTimeout
+	}
+	return time.Minute
+}
+
+func (w *Worker) batchSize() int {
+	if w.BatchSize > 0 {
+		return w.BatchSize
+	}
+	return 10
+}
+
+func (w *Worker) lease() time.Duration {
+	if w.Lease > 0 {
+		return w.Lease
+	}
+	// Long enough for the whole batch to time out one by one: a mail must not be claimed
+	// by another replica while this one may still be sending it.
+	return w.sendTimeout()*time.Duration(w.batchSize()) + time.Minute
+}

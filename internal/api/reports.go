@@ -22,8 +22,19 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock()
 	tok := s.signer.Sign(p.OrgID, e.TaskID, now)
-	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)),
-		"url": reportBase(p.OrgID, e.TaskID) + "?token=" + url.QueryEscape(tok)})
+	// The link opens the run's main report: the HTML report, else Allure's, else the first.
+	view := ExecutionView(e, now)
+	target, _ := view["htmlReportUrl"].(string)
+	if target == "" {
+		target, _ = view["allureReportUrl"].(string)
+	}
+	if arts := view["artifacts"].([]string); target == "" && len(arts) > 0 {
+		target = arts[0]
+	}
+	if target == "" {
+		target = reportBase(p.OrgID, e.TaskID)
+	}
+	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)), "url": target + "?token=" + url.QueryEscape(tok)})
 }
 
 func reportBase(orgID, taskID string) string {

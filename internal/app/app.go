@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -56,6 +57,8 @@ type Options struct {
 	// Redis give each App its own.
 	RedisPrefix string
 	Version     string
+	// MailConsole receives console e-mails when no SMTP host is set (default: standard error).
+	MailConsole io.Writer
 	// Lease and ReapInterval shorten the run plane's timings in tests (0 = defaults).
 	Lease        time.Duration
 	ReapInterval time.Duration
@@ -65,6 +68,9 @@ type Options struct {
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (*App, error) {
 	if o.Clock == nil {
 		o.Clock = domain.SystemClock
+	}
+	if o.MailConsole == nil {
+		o.MailConsole = os.Stderr
 	}
 	clock := o.Clock
 	a := &App{cfg: cfg, log: log}
@@ -111,7 +117,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 
 	sender, err := mail.NewSender(mail.SMTPConfig{Host: cfg.SMTPHost, Port: cfg.SMTPPort, Username: cfg.SMTPUsername,
-		Password: cfg.SMTPPassword, From: cfg.SMTPFrom, TLS: cfg.SMTPTLS}, os.Stderr)
+		Password: cfg.SMTPPassword, From: cfg.SMTPFrom, TLS: cfg.SMTPTLS}, o.MailConsole)
 	if err != nil {
 		return nil, fmt.Errorf("mail: %w", err)
 	}

@@ -92,7 +92,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		o.rateLimits = generousLimits()
 	}
 	c := &clock{t: time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)}
-	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond}
+	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond, MailConsole: io.Discard}
 	if o.realClock {
 		opts.Clock = func() time.Time { return time.Now().UTC() }
 	}

@@ -175,18 +175,13 @@ func (b *Backend) hostConfig(r run.Resources) *container.HostConfig {
 	return hc
 }
 
-// Start creates and starts the container. A container that was created but could not start is
+// Start creates and starts the container with exactly spec.Labels (the runner sets
+// run.LabelManaged and the run's labels). A container that was created but could not start is
 // removed again.
 func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 	if spec.Image == "" {
 		return "", errors.New("docker: spec has no image")
 	}
-	labels := maps.Clone(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[run.LabelManaged] = "true"
-
 	env := make([]string, 0, len(spec.Env))
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		env = append(env, k+"="+spec.Env[k])
@@ -203,7 +198,7 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 			Entrypoint: spec.Entrypoint,
 			Cmd:        spec.Args,
 			Env:        env,
-			Labels:     labels,
+			Labels:     spec.Labels, // the runner's; Verdict's reconciler finds its containers by them
 		},
 		HostConfig: hc,
 	})
@@ -363,6 +358,10 @@ func (b *Backend) List(ctx context.Context, labels map[string]string) ([]run.Con
 	return out, nil
 }
 
+// labelListDir marks ListDir's short-lived containers. They carry no run.LabelManaged: they belong
+// to no run, and a reconciler removing run containers must not remove one mid-listing.
+const labelListDir = "dev.verdict.listdir"
+
 // listDirEntrypoint replaces the image's entrypoint in ListDir's container: it is never started,
 // and an image without an entrypoint or command could not even be created otherwise.
 const listDirEntrypoint = "/verdict-listdir-never-started"
@@ -379,7 +378,7 @@ func (b *Backend) ListDir(ctx context.Context, image, p string) ([]string, error
 		Config: &container.Config{
 			Image:      image,
 			Entrypoint: []string{listDirEntrypoint},
-			Labels:     map[string]string{run.LabelManaged: "true"},
+			Labels:     map[string]string{labelListDir: "true"},
 		},
 		HostConfig: hc,
 	})

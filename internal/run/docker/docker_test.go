@@ -24,11 +24,12 @@ import (
 
 // The sample suite images of examples/suites; scripts/test.sh builds them.
 const (
-	imagePass  = "verdict-examples/pass:latest"
-	imageFail  = "verdict-examples/fail:latest"
-	imageSlow  = "verdict-examples/slow:latest"
-	labelTest  = "dev.verdict.test"
-	testPrefix = "verdict-dockertest-"
+	imagePass   = "verdict-examples/pass:latest"
+	imageFail   = "verdict-examples/fail:latest"
+	imageSlow   = "verdict-examples/slow:latest"
+	imagePytest = "verdict-examples/pytest:latest"
+	labelTest   = "dev.verdict.test"
+	testPrefix  = "verdict-dockertest-"
 )
 
 func newBackend(t *testing.T) *docker.Backend {
@@ -71,6 +72,8 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // start runs spec with a unique name and test label, removing the container when the test ends.
+// Test containers carry no run.LabelManaged: the run reconciler of tests running in parallel
+// would take them for orphans.
 func start(t *testing.T, b *docker.Backend, spec run.Spec) string {
 	t.Helper()
 	needImage(t, b, spec.Image)
@@ -305,7 +308,8 @@ func TestLogsFollowLive(t *testing.T) {
 func TestStopLongRunningContainer(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	id := start(t, b, run.Spec{Image: imageSlow, Args: []string{"sleep"}})
+	name := testPrefix + domain.RandomHex(6)
+	id := start(t, b, run.Spec{Name: name, Image: imageSlow, Args: []string{"sleep"}})
 	ctx := ctxFor(t, time.Minute)
 	logs, err := b.Logs(ctx, id)
 	if err != nil {
@@ -331,14 +335,12 @@ func TestStopLongRunningContainer(t *testing.T) {
 	if err := b.Stop(ctx, id, time.Second); err != nil {
 		t.Errorf("stopping a stopped container: %v", err)
 	}
-	got, err := b.List(ctx, map[string]string{run.LabelManaged: "true", labelTest: "true"})
+	got, err := b.List(ctx, map[string]string{run.LabelTask: name, labelTest: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range got {
-		if c.ID == id && c.State != "exited" {
-			t.Errorf("stopped container state %q", c.State)
-		}
+	if len(got) != 1 || got[0].ID != id || got[0].State != "exited" {
+		t.Errorf("after Stop, List = %+v, want the container, exited", got)
 	}
 }
 
@@ -366,7 +368,7 @@ func TestListByLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := b.List(ctx, map[string]string{run.LabelOrg: org, run.LabelManaged: "true"})
+	got, err := b.List(ctx, map[string]string{run.LabelOrg: org, labelTest: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +474,7 @@ func TestLockedDownByDefault(t *testing.T) {
 		if hasGateway != tc.hostGate {
 			t.Errorf("ExtraHosts %v, host gateway wanted: %v", hc.ExtraHosts, tc.hostGate)
 		}
-		if c.Config.Labels[run.LabelManaged] != "true" || c.Config.Labels[run.LabelOrg] != tc.extraLabel {
+		if c.Config.Labels[labelTest] != "true" || c.Config.Labels[run.LabelOrg] != tc.extraLabel {
 			t.Errorf("labels %v", c.Config.Labels)
 		}
 		if !c.State.Running {
@@ -498,5 +500,50 @@ func TestListDir(t *testing.T) {
 	}
 	if _, err := b.ListDir(ctx, "127.0.0.1:1/verdict/missing:latest", "/app/tests"); !errors.Is(err, run.ErrImageNotFound) {
 		t.Errorf("ListDir of a missing image: %v, want ErrImageNotFound", err)
+	}
+}
+
+// The pytest image runs a real framework: its verdict and report come from pytest itself.
+func TestRealPytestSuite(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	if dirs, err := b.ListDir(ctx, imagePytest, "/app/tests"); err != nil || !slices.Equal(dirs, []string{"api", "ui"}) {
+		t.Errorf("ListDir = %q, %v", dirs, err)
+	}
+	for _, tc := range []struct {
+		folder          string
+		env             map[string]string
+		code            int
+		tests, failures int
+	}{
+		{"api", map[string]string{"CI": "true", "FRAMEWORK_AGNOSTIC": "true", "BASE_URL": "http://host.docker.internal:8080"}, 0, 3, 0},
+		{"all", nil, 1, 7, 3}, // the contract checks fail without the contract's variables
+	} {
+		id := start(t, b, run.Spec{Image: imagePytest, Args: []string{tc.folder}, Env: tc.env})
+		code, err := b.Wait(ctx, id)
+		if err != nil || code != tc.code {
+			out := "(none)"
+			if logs, lerr := b.Logs(ctx, id); lerr == nil {
+				out = readAll(t, logs)
+			}
+			t.Fatalf("folder %s: Wait = %d, %v, want %d; logs:\n%s", tc.folder, code, err, tc.code, out)
+		}
+		rc, err := b.CopyOut(ctx, id, "/app/junit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var suites struct {
+			Suites []struct {
+				Tests    int `xml:"tests,attr"`
+				Failures int `xml:"failures,attr"`
+			} `xml:"testsuite"`
+		}
+		if err := xml.Unmarshal([]byte(untar(t, rc)["junit/results.xml"]), &suites); err != nil || len(suites.Suites) != 1 {
+			t.Fatalf("folder %s: junit %+v, %v", tc.folder, suites, err)
+		}
+		if s := suites.Suites[0]; s.Tests != tc.tests || s.Failures != tc.failures {
+			t.Errorf("folder %s: %d tests %d failures, want %d and %d", tc.folder, s.Tests, s.Failures, tc.tests, tc.failures)
+		}
 	}
 }

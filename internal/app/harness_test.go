@@ -41,7 +41,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // harness is one Verdict on a real database behind a real HTTP server.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	app   *app.App
 	srv   *httptest.Server
 	clock *clock
@@ -66,7 +66,7 @@ func generousLimits() api.RateLimits {
 	return l
 }
 
-func newHarness(t *testing.T, o harnessOpts) *harness {
+func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	env := map[string]string{
 		"VERDICT_DATA_DIR":   t.TempDir(),
@@ -201,7 +201,7 @@ func (h *harness) do(method, path string, a auth, body any, hdr ...string) resp 
 }
 
 // expect fails unless r has the status and, for errors, the SPEC error body with that text.
-func expect(t *testing.T, r resp, status int, errText string) {
+func expect(t testing.TB, r resp, status int, errText string) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.raw)

@@ -55,6 +55,9 @@ func DefaultRateLimits() RateLimits {
 		"invitations-public": {Limit: 100, Window: m, Key: byIP},
 		"api":                {Limit: 100, Window: m, Key: byOrg},
 		"strict":             {Limit: 10, Window: m, Key: byOrg},
+		// Not in the SPEC: CI polls run status, so runs get a bucket of their own above the
+		// general API tier.
+		"executions": {Limit: 300, Window: m, Key: byOrg},
 	}
 }
 

@@ -28,8 +28,8 @@ type ProjectInput struct {
 // WithTargetURLs, WithReportFolders and WithEnvVars mark the collections as sent (an empty
 // list then clears them).
 func (in *ProjectInput) WithTargetURLs(m map[string]string) { in.TargetURLs, in.setURLs = m, true }
-func (in *ProjectInput) WithReportFolders(f []string)        { in.ReportFolders, in.setFolders = f, true }
-func (in *ProjectInput) WithEnvVars(v []domain.EnvVar)       { in.EnvVars, in.setEnv = v, true }
+func (in *ProjectInput) WithReportFolders(f []string)       { in.ReportFolders, in.setFolders = f, true }
+func (in *ProjectInput) WithEnvVars(v []domain.EnvVar)      { in.EnvVars, in.setEnv = v, true }
 
 // CreateProject creates a project within the plan's maxProjects.
 func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in ProjectInput) (*domain.Project, error) {

@@ -27,7 +27,7 @@ type Service struct {
 	Backend run.Backend // for tests-structure; nil when no engine is configured
 	Reports report.Store
 	Events  run.Events
-	Wake    func()                // wakes the embedded runner after a run is queued
+	Wake    func()                   // wakes the embedded runner after a run is queued
 	Cancel  func(executionID string) // stops a run held by the embedded runner at once
 	Clock   domain.Clock
 	NewID   domain.IDGen

@@ -17,6 +17,9 @@ const (
 	LabelManaged = "dev.verdict.managed" // "true"
 	LabelOrg     = "dev.verdict.organization"
 	LabelTask    = "dev.verdict.task"
+	// LabelRunner names the runner that started the container: reconciling after a restart
+	// touches only its own, so installations sharing an engine never remove each other's runs.
+	LabelRunner = "dev.verdict.runner"
 )
 
 // Resources bound a container. Zero means the backend's default.

@@ -70,10 +70,10 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 }
 
 // Reconcile runs at start, before the runner claims anything: runs still held by this runner's
-// ID belong to an earlier life of this process and end ERROR; Verdict containers on the engine
-// whose run is over or gone are removed. Containers of runs held by other live runners stay.
+// ID belong to an earlier life of this process and end ERROR, and this runner's containers
+// whose run is over or gone are removed. Other runners' containers are never touched.
 func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
-	containers, err := b.List(ctx, map[string]string{LabelManaged: "true"})
+	containers, err := b.List(ctx, map[string]string{LabelManaged: "true", LabelRunner: runnerID})
 	if err != nil {
 		return err
 	}

@@ -322,7 +322,7 @@ func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
 		Entrypoint:  entrypoint,
 		Args:        []string{folder},
 		Env:         vars,
-		Labels:      map[string]string{LabelManaged: "true", LabelOrg: e.OrganizationID, LabelTask: e.TaskID},
+		Labels:      map[string]string{LabelManaged: "true", LabelRunner: r.ID, LabelOrg: e.OrganizationID, LabelTask: e.TaskID},
 		Resources:   r.Resources,
 		HostGateway: true,
 	}

@@ -67,14 +67,23 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
+	// The execution and its ledger row are written together or not at all.
+	return r.s.InTx(ctx, func(tx store.Store) error {
+		s := tx.(*Store)
+		_, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
-		e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
-		e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
-		nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-		j[2], j[3], j[4], e.ReportBytes, j[5])
-	return err
+			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
+			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
+			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
+			nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
+			j[2], j[3], j[4], e.ReportBytes, j[5])
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, `INSERT INTO run_ledger (execution_id, organization_id, queued_at) VALUES (?, ?, ?)`,
+			e.ID, e.OrganizationID, millis(e.QueuedAt))
+		return err
+	})
 }
 
 func (r executionRepo) Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
@@ -134,7 +143,8 @@ func placeholders(n int) string {
 
 // CountSince counts the organization's runs queued at or after since.
 func (r executionRepo) CountSince(ctx context.Context, orgID string, since time.Time) (int, error) {
-	return r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE organization_id = ? AND queued_at >= ?`,
+	// The ledger, not the executions table: a deleted run still counts (DECISIONS 11).
+	return r.s.count(ctx, `SELECT COUNT(*) FROM run_ledger WHERE organization_id = ? AND queued_at >= ?`,
 		orgID, millis(since))
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"verdict/internal/auth"
@@ -92,8 +93,15 @@ func New(d Deps) *Server {
 	return s
 }
 
-// ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+// ServeHTTP serves the API. Socket.IO goes straight to its handler: its websocket upgrade
+// needs the connection itself, which the status-recording wrapper does not offer.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/socket.io/") {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
+}
 
 // Patterns lists every registered route pattern ("METHOD /path/{param}").
 func (s *Server) Patterns() []string { return append([]string(nil), s.patterns...) }

@@ -1,0 +1,84 @@
+package realtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+)
+
+// Texts of auth-error, as the REST API words the same failures (SPEC "Errors", me).
+const (
+	errAuthRequired = "Authentication required"
+	errInvalidToken = "Invalid or expired token"
+)
+
+// onConnection authenticates a socket that has just connected to the namespace.
+//
+// Authentication happens here rather than in an io.Use middleware on purpose: a middleware
+// failure becomes a CONNECT_ERROR packet, which clients surface as connect_error, whereas
+// DECISIONS 19 promises an auth-error event followed by a disconnect. So every namespace
+// connection is accepted, and a socket only joins its organization's room once the token checks
+// out; until then it can receive nothing but auth-error.
+//
+// The library calls this on the socket's own task goroutine, so a slow Authenticator delays
+// this socket only, never the transport's reader or other clients.
+func (h *Hub) onConnection(s *socket.Socket) {
+	connID := s.Conn().Id()
+	sid := string(s.Id())
+	_ = s.On("disconnect", func(...any) { h.live.CompareAndDelete(connID, sid) })
+
+	token, _ := s.Handshake().Auth["token"].(string)
+	if token == "" {
+		h.reject(s, errAuthRequired)
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, authTimeout)
+	id, err := h.auth(ctx, token)
+	cancel()
+	if err == nil && (id.UserID == "" || id.OrganizationID == "") {
+		err = errIncompleteIdentity
+	}
+	if err != nil {
+		h.log.Info("socket authentication failed", "remote", s.Conn().RemoteAddress(), "error", err)
+		h.reject(s, errInvalidToken)
+		return
+	}
+
+	s.SetData(id)
+	h.live.Store(connID, sid)
+	// Join before auth-success: a client that has seen auth-success gets every later event.
+	s.Join(orgRoom(id.OrganizationID))
+	if !s.Connected() { // left while the token was being checked
+		h.live.CompareAndDelete(connID, sid)
+		return
+	}
+	_ = s.Emit(EventAuthSuccess, map[string]any{
+		"message":        "Authenticated",
+		"organizationId": id.OrganizationID,
+		"userId":         id.UserID,
+		"role":           id.Role,
+	})
+}
+
+type identityError string
+
+func (e identityError) Error() string { return string(e) }
+
+const errIncompleteIdentity = identityError("authenticator returned an identity without user or organization")
+
+// reject sends auth-error, then a namespace DISCONNECT. Disconnect(false) is deliberate:
+// Disconnect(true) closes the WebSocket while the DISCONNECT packet may still sit in the
+// library's write queue, and a client that sees a bare transport close reconnects (and fails
+// again) forever. After DISCONNECT ("io server disconnect") clients do not reconnect and close
+// the connection themselves; the timer closes it for clients that don't.
+func (h *Hub) reject(s *socket.Socket, msg string) {
+	_ = s.Emit(EventAuthError, map[string]any{"error": msg})
+	s.Disconnect(false)
+	conn := s.Conn()
+	time.AfterFunc(h.rejectGrace, func() {
+		if _, ok := h.live.Load(conn.Id()); !ok && conn.ReadyState() == "open" {
+			conn.Close(false)
+		}
+	})
+}

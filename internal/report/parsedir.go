@@ -1,0 +1,214 @@
+package report
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"verdict/internal/domain"
+)
+
+// ParseDir finds and parses the result files in a run's copied report folders.
+//
+// Files are recognised by name and shape, never trusted by name alone: *.xml whose root is
+// <testsuites> or <testsuite> (JUnit), *-result.json (Allure 2), and other *.json holding a JSON
+// object with top-level "suites" and "config" or "stats" (Playwright's JSON reporter). Byte-
+// identical files count once, so a report copied into two folders is not counted twice.
+//
+// When several formats hold tests, one format answers for the whole run, the first present of
+// Playwright JSON, Allure, JUnit: projects emit several reporters for one run, and the same
+// test is named differently by each (Playwright's JUnit writes "Describe › title", Allure
+// "title", both with other suites), so matching tests across formats would count some twice.
+// Playwright JSON is preferred because it alone keeps retries and expected failures, Allure
+// because it keeps retries. A run whose container mixes two frameworks reporting in different
+// formats is judged by one of them; its exit code still fails the run when the other failed.
+//
+// The walk never leaves root and never follows a symbolic link. Files, bytes, depth and tests
+// are bounded. The error reports the files that could not be read or parsed and any bound
+// that was reached (errors.Is(err, ErrLimit)); the results are still the ones that were read,
+// so a caller keeps them and records the error as a note. A missing root has no results.
+func ParseDir(root string) ([]domain.TestResult, error) {
+	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	p := dirParser{fsys: r.FS(), seen: map[[sha256.Size]byte]bool{}}
+	if err := fs.WalkDir(p.fsys, ".", p.visit); err != nil && !errors.Is(err, ErrLimit) {
+		p.note(".", err)
+	}
+	var tests []domain.TestResult
+	switch {
+	case len(p.playwright) > 0:
+		tests = p.playwright
+	case len(p.allure) > 0:
+		tests = mergeAllure(p.allure)
+	default:
+		tests = p.junit
+	}
+	return tests, p.err()
+}
+
+// dirParser holds one ParseDir's progress.
+type dirParser struct {
+	fsys       fs.FS
+	seen       map[[sha256.Size]byte]bool
+	entries    int
+	bytes      int64
+	tests      int
+	playwright []domain.TestResult
+	junit      []domain.TestResult
+	allure     []allureResult
+	problems   []error
+	dropped    int
+}
+
+const maxProblems = 10 // notes kept in ParseDir's error; the rest are counted
+
+func (p *dirParser) note(name string, err error) {
+	if len(p.problems) == maxProblems {
+		p.dropped++
+		return
+	}
+	p.problems = append(p.problems, fmt.Errorf("%s: %w", name, err))
+}
+
+func (p *dirParser) err() error {
+	if p.dropped > 0 {
+		p.problems = append(p.problems, fmt.Errorf("and %d more files", p.dropped))
+	}
+	return errors.Join(p.problems...)
+}
+
+func (p *dirParser) visit(name string, d fs.DirEntry, err error) error {
+	if err != nil {
+		p.note(name, err) // an unreadable folder is skipped, the walk goes on
+		return nil
+	}
+	if p.entries++; p.entries > maxEntries {
+		p.note(name, fmt.Errorf("%w: more than %d files and folders", ErrLimit, maxEntries))
+		return ErrLimit
+	}
+	if d.IsDir() {
+		if name != "." && strings.Count(name, "/") >= maxDepth {
+			p.note(name, fmt.Errorf("%w: folders nested deeper than %d", ErrLimit, maxDepth))
+			return fs.SkipDir
+		}
+		return nil
+	}
+	kind := kindOf(name)
+	if kind == "" || !d.Type().IsRegular() {
+		return nil // symbolic links included: never followed
+	}
+	data, err := p.read(name)
+	if err != nil {
+		p.note(name, err)
+		return nil
+	}
+	if data == nil {
+		return nil
+	}
+	switch err := p.parse(kind, data); {
+	case errors.Is(err, ErrLimit):
+		p.note(name, err)
+		return ErrLimit
+	case err != nil && !errors.Is(err, ErrUnrecognized):
+		p.note(name, err)
+	}
+	return nil
+}
+
+// kindOf sorts a file into the format it may hold by its name alone.
+func kindOf(name string) string {
+	base := strings.ToLower(path.Base(name))
+	switch {
+	case strings.HasSuffix(base, ".xml"):
+		return "junit"
+	case strings.HasSuffix(base, "-result.json"):
+		return "allure"
+	case strings.HasSuffix(base, ".json"):
+		return "playwright"
+	}
+	return ""
+}
+
+// read returns a candidate file's bytes within the bounds, or nil for a copy already read.
+func (p *dirParser) read(name string) ([]byte, error) {
+	f, err := p.fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil // replaced since the folder was listed
+	}
+	if info.Size() > maxFileBytes {
+		return nil, fmt.Errorf("%w: file larger than %d bytes", ErrLimit, maxFileBytes)
+	}
+	if p.bytes+info.Size() > maxTotalBytes {
+		return nil, fmt.Errorf("%w: result files larger than %d bytes together", ErrLimit, maxTotalBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes))
+	if err != nil {
+		return nil, err
+	}
+	p.bytes += int64(len(data))
+	sum := sha256.Sum256(data)
+	if p.seen[sum] {
+		return nil, nil
+	}
+	p.seen[sum] = true
+	return data, nil
+}
+
+func (p *dirParser) parse(kind string, data []byte) error {
+	left := maxTests - p.tests
+	var (
+		tests []domain.TestResult
+		err   error
+	)
+	switch kind {
+	case "junit":
+		tests, err = parseJUnit(data, left)
+		p.junit = append(p.junit, tests...)
+	case "allure":
+		if left == 0 {
+			return fmt.Errorf("%w: more than %d test results", ErrLimit, maxTests)
+		}
+		r, err := decodeAllure(data)
+		if err != nil {
+			return err
+		}
+		p.allure = append(p.allure, r)
+		p.tests++
+		return nil
+	case "playwright":
+		if !looksLikePlaywright(data) {
+			return ErrUnrecognized
+		}
+		tests, err = parsePlaywright(data, left)
+		p.playwright = append(p.playwright, tests...)
+	}
+	p.tests += len(tests)
+	return err
+}
+
+// looksLikePlaywright is a cheap test that spares decoding every JSON file of a report folder
+// (Allure's generated report alone has one per test).
+func looksLikePlaywright(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return bytes.HasPrefix(data, []byte("{")) && bytes.Contains(data, []byte(`"suites"`))
+}

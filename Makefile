@@ -9,5 +9,6 @@ build:
 images:
 	examples/suites/build.sh
 
+# Dev mode: SQLite and generated secrets in ./data, mail printed to the console.
 run: build
-	./bin/verdict serve
+	VERDICT_DEV=$${VERDICT_DEV:-true} ./bin/verdict serve

@@ -26,6 +26,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 	t.Run("Tx", func(t *testing.T) { testTx(t, open) })
+	t.Run("Runs", func(t *testing.T) { RunRuns(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -401,7 +401,16 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 		if err != nil {
 			f.Notes = append(f.Notes, "test results could not be read: "+err.Error())
 		}
+		for i := range tests {
+			tests[i].Name, tests[i].Suite, tests[i].Error = clean(tests[i].Name), clean(tests[i].Suite), clean(tests[i].Error)
+		}
 		f.Tests, f.Summary = tests, domain.Summarize(tests)
 	}
 	return f
+}
+
+// clean makes text from a container's reports storable everywhere: valid UTF-8 without NUL
+// bytes (PostgreSQL text refuses both).
+func clean(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }

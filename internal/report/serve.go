@@ -108,8 +108,8 @@ func ContentType(name string) string {
 // /reports/{org}/{task}/, unescaped, as http.Request.PathValue gives it) of a run's reports.
 // The caller has already decided that the requester may see this organization's run. A folder
 // is served as its index.html, after a redirect to the URL with a trailing slash so that the
-// page's relative links resolve inside it. Anything missing or refused is a plain 404 that
-// says no more. Every response carries SetHeaders.
+// page's relative links resolve inside it. An HTML page gets storageShim. Anything missing or
+// refused is a plain 404 that says no more. Every response carries SetHeaders.
 func Serve(w http.ResponseWriter, r *http.Request, s Store, orgID, taskID, relPath string) {
 	SetHeaders(w.Header())
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

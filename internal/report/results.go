@@ -73,13 +73,14 @@ func settle(name, suite string, attempts []attempt) domain.TestResult {
 // the length is bounded on a character boundary.
 func errorText(s string) string { return boundText(stripANSI(s), maxErrorBytes) }
 
-// boundText trims s, replaces invalid UTF-8, and cuts it to at most max bytes plus an ellipsis.
+// boundText trims s, replaces invalid UTF-8, drops NUL (which PostgreSQL text refuses), and cuts
+// it to at most max bytes plus an ellipsis.
 func boundText(s string, max int) string {
 	s = strings.TrimSpace(s)
 	if len(s) > 4*max {
 		s = s[:4*max] // ToValidUTF8 below copies; never copy more than can be kept
 	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 	if len(s) <= max {
 		return s
 	}

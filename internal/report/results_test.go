@@ -57,6 +57,9 @@ func checkInvariants(t *testing.T, got []domain.TestResult) {
 		if !utf8.ValidString(r.Name) || !utf8.ValidString(r.Suite) || !utf8.ValidString(r.Error) {
 			t.Fatalf("invalid UTF-8 in %q", r.Name)
 		}
+		if strings.ContainsRune(r.Name+r.Suite+r.Error, 0) {
+			t.Fatalf("NUL in %q", r.Name)
+		}
 		if r.DurationMs < 0 || r.DurationMs > maxDurationMs || r.Retries < 0 {
 			t.Fatalf("duration %d retries %d", r.DurationMs, r.Retries)
 		}
@@ -99,8 +102,8 @@ func TestErrorText(t *testing.T) {
 	if !utf8.ValidString(got) || len(got) > maxErrorBytes+len("…") || !strings.HasSuffix(got, "…") {
 		t.Errorf("bounded text: %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
-	if got := boundText("a\xffb", 10); got != "a\uFFFDb" {
-		t.Errorf("invalid UTF-8: %q", got)
+	if got := boundText("a\xffb\x00c", 10); got != "a\uFFFDbc" {
+		t.Errorf("invalid UTF-8 and NUL: %q", got)
 	}
 }
 

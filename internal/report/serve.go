@@ -25,15 +25,18 @@ import (
 //     a blank page; Serve therefore gives every HTML page storageShim. With it the test list,
 //     the test pages, errors and steps render.
 //   - Screenshots and videos are plain <img>/<video> loads of data/<hash>.* and work, given
-//     Cross-Origin-Resource-Policy cross-origin (see SetHeaders).
+//     Cross-Origin-Resource-Policy cross-origin (see SetHeaders), when the request is allowed
+//     without a cookie (last point).
 //   - Text attachments shown inline (error-context.md, logs) are read with fetch(), a CORS
 //     request from origin "null" that this server does not allow: they stay links. The trace
 //     viewer needs a service worker, which an opaque origin cannot register: traces download
 //     (allow-downloads) for `npx playwright show-trace` or trace.playwright.dev.
 //   - Allure 2's usual report reads data/*.json with XMLHttpRequest and stays empty for the same
 //     CORS reason; `allure generate --single-file` inlines its data and works.
-//   - Requests from a sandboxed page are cross-site, so a cookie that authorises report
-//     requests must be SameSite=None (and Secure) for the page's own files to load.
+//   - A sandboxed page's requests for its own files (screenshots, scripts) carry no cookie:
+//     seen with SameSite=Lax and with SameSite=None; Secure alike, the page's origin being
+//     opaque. Access to those files must travel in the URL (a token in the path, which relative
+//     links keep) or come from a separate report origin; a report cookie opens index.html only.
 const ContentSecurityPolicy = "sandbox allow-scripts allow-popups allow-forms allow-modals allow-downloads; " +
 	"default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; " +
 	"object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'"

@@ -47,7 +47,7 @@ const ContentSecurityPolicy = "sandbox allow-scripts allow-popups allow-forms al
 // sandboxed report's origin is opaque, which is neither same-origin nor same-site with anything,
 // so a stricter value blocks the report's own screenshots and scripts (verified: Chromium
 // answers ERR_BLOCKED_BY_RESPONSE.NotSameOrigin / NotSameSite). The cost is that another site
-// may embed a report file it can name, with the user's report cookie, without reading it.
+// may embed (not read) a report file whose URL it knows and is allowed to fetch.
 func SetHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")

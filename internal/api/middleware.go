@@ -78,7 +78,8 @@ type routeOpts struct {
 }
 
 // handle registers pattern with the middleware its options ask for, outermost first:
-// IP-keyed limits (before any work), authentication, role, organization-keyed limits.
+// authentication, role, then the rate limit (keyed by organization, or by client IP on public
+// routes).
 func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
 	s.patterns = append(s.patterns, pattern)
 	next := h

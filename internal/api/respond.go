@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"verdict/internal/domain"
@@ -39,6 +40,9 @@ func writeDomainError(w http.ResponseWriter, e *domain.Error) {
 	body := make(obj, len(e.Fields)+3)
 	for k, v := range e.Fields {
 		body[k] = v
+	}
+	if secs, ok := e.Fields["retryAfter"].(int); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	body["success"] = false
 	body["error"] = e.Code

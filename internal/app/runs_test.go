@@ -158,7 +158,8 @@ func TestRunEndToEnd(t *testing.T) {
 
 			// Failing and flaky suites.
 			fail := h.queue(key, map[string]any{"image": failImage})
-			flaky := h.queue(key, map[string]any{"image": flakyImage})
+			// A request value that replaces a project secret is masked like the secret.
+			flaky := h.queue(key, map[string]any{"projectId": projectID, "image": flakyImage, "envVars": map[string]any{"SECRET_TOKEN": "override77"}})
 			r = h.waitFor(key, fail, 60*time.Second, final)
 			if r.str("execution", "status") != "FAILED" || r.get("execution", "summary", "failed") != 2.0 || r.get("execution", "exitCode") != 1.0 {
 				t.Fatalf("fail run: %s", r.raw)
@@ -166,6 +167,9 @@ func TestRunEndToEnd(t *testing.T) {
 			r = h.waitFor(key, flaky, 60*time.Second, final)
 			if r.str("execution", "status") != "UNSTABLE" || r.get("execution", "summary", "flaky") != 1.0 {
 				t.Fatalf("flaky run: %s", r.raw)
+			}
+			if l := h.do("GET", "/api/executions/"+flaky+"/logs", key, nil).str("logs"); strings.Contains(l, "override77") || !strings.Contains(l, "SECRET_TOKEN=********") {
+				t.Fatalf("overriding secret not masked:\n%s", l)
 			}
 			l := h.do("GET", "/api/executions?status=FAILED,UNSTABLE&limit=1", key, nil)
 			if l.get("data", "total") != 2.0 || len(l.get("data", "executions").([]any)) != 1 {

@@ -128,8 +128,8 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		if err := validateEnv(k, v); err != nil {
 			return nil, err
 		}
+		// A request value that replaces a project secret stays masked like the secret.
 		env.Vars[k] = v
-		env.Secrets = removeName(env.Secrets, k) // a request value replaces a project secret
 	}
 	for k := range env.Vars {
 		e.EnvNames = append(e.EnvNames, k)
@@ -227,16 +227,6 @@ func (s *Service) applyProject(e *domain.Execution, proj *domain.Project, env *r
 		env.Vars[v.Key] = val
 	}
 	return nil
-}
-
-func removeName(names []string, n string) []string {
-	out := names[:0]
-	for _, x := range names {
-		if x != n {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func notFound(err error, e *domain.Error) error {

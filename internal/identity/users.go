@@ -16,6 +16,9 @@ func (s *Service) Me(ctx context.Context, p *Principal) (*domain.User, *domain.O
 		return nil, nil, 0, notFound(err, domain.NotFound("User or organization not found", "The user no longer exists"))
 	}
 	org, count, err := s.Organization(ctx, p)
+	if err == errOrgNotFound {
+		err = domain.NotFound("User or organization not found", "The organization no longer exists")
+	}
 	if err != nil {
 		return nil, nil, 0, err
 	}

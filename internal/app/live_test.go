@@ -23,6 +23,7 @@ func dialSocket(t *testing.T, url, token string) chan sioEvent {
 	opts.SetReconnection(false)
 	opts.SetTransports(types.NewSet(sio.WebSocket))
 	opts.SetAuth(map[string]any{"token": token})
+	opts.SetAutoConnect(false) // listen first, then connect: auth-success must not be missed
 	sock, err := sio.Connect(url, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,7 @@ func dialSocket(t *testing.T, url, token string) chan sioEvent {
 		}
 		events <- sioEvent{name, data}
 	})
+	sock.Connect()
 	t.Cleanup(func() { sock.Disconnect() })
 	return events
 }

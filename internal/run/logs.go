@@ -21,8 +21,9 @@ const (
 type logSink func(chunk string)
 
 // pumpLogs reads the container's output, masks secrets, and hands the sink batches of whole
-// lines: as soon as batchInterval has passed since the first unsent line, or a batch reaches
-// batchBytes. It returns when r ends (the container exited) or ctx ends.
+// lines. A line after a quiet spell (nothing sent for batchInterval) goes out at once; during a
+// burst, lines wait at most batchInterval or until batchBytes, so a chatty suite costs at most
+// one event per batchInterval. It returns when r ends (the container exited) or ctx ends.
 func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink logSink) {
 	lines := make(chan string, 256)
 	go func() {
@@ -44,17 +45,19 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 	}()
 
 	var (
-		buf     strings.Builder
-		total   int
-		capped  bool
-		timer   = time.NewTimer(time.Hour)
-		pending bool
+		buf       strings.Builder
+		total     int
+		capped    bool
+		timer     = time.NewTimer(time.Hour)
+		pending   bool
+		lastFlush time.Time
 	)
 	timer.Stop()
 	flush := func() {
 		if buf.Len() > 0 {
 			sink(buf.String())
 			buf.Reset()
+			lastFlush = time.Now()
 		}
 		pending = false
 	}
@@ -77,7 +80,7 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 			}
 			total += len(line)
 			buf.WriteString(line)
-			if buf.Len() >= batchBytes {
+			if buf.Len() >= batchBytes || (!pending && time.Since(lastFlush) >= batchInterval) {
 				flush()
 			} else if !pending {
 				pending = true

@@ -3,6 +3,7 @@ package realtime
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	_ "embed"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/zishang520/socket.io/v3/pkg/types"
 )
@@ -45,7 +47,33 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEngineError(w, http.StatusForbidden, "Origin not allowed")
 		return
 	}
-	h.engine.ServeHTTP(w, r)
+	// sessions.go explains the session bookkeeping below.
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		open := make(chan struct{})
+		defer close(open)
+		h.engine.ServeHTTP(&gatedWriter{ResponseWriter: w, open: open}, r)
+		return
+	}
+	// A polling request lives at most as long as the Hub, so that Close can end the ones the
+	// engine leaves unanswered.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.ctx, cancel)()
+	r = r.WithContext(ctx)
+	if sid := r.URL.Query().Get("sid"); sid != "" {
+		end := h.sessions.begin(ctx, sid, cancel) // waits until the session is ready
+		defer end()
+	}
+	// What the engine's ServeHTTP does for a non-upgrade request, with a context of our own so
+	// that the handler returns only once the engine is done with the request (sessions.go, 4).
+	hctx := types.NewHttpContext(w, r)
+	released := make(chan struct{})
+	_ = hctx.Once("close", func(...any) { close(released) })
+	h.engine.HandleRequest(hctx)
+	select {
+	case <-released:
+	case <-time.After(time.Second): // not expected: the engine returns only after closing hctx
+	}
 }
 
 // writeEngineError answers in the Engine.IO error shape, which clients report as connect_error.

@@ -6,18 +6,21 @@
 // socket in room "org:<organizationId>" and emits auth-success, or emits auth-error and
 // disconnects it (DECISIONS 19). Hub.Emit sends an event to one organization's room only.
 //
-// With a Redis URL the library's Redis adapter fans every Emit out to the sockets of all
-// replicas. HTTP long-polling clients then need sticky sessions at the load balancer, because an
-// Engine.IO session lives in the replica that made it; WebSocket clients do not.
+// Emit never blocks its caller: events are queued and delivered, in order, by one dispatcher
+// goroutine (emit.go). With a Redis URL the library's Redis adapter fans every Emit out to the
+// sockets of all replicas. HTTP long-polling clients then need sticky sessions at the load
+// balancer, because an Engine.IO session lives in the replica that made it; WebSocket clients
+// do not.
+//
+// The server library (github.com/zishang520/socket.io v3.0.2) has connection-lifecycle bugs
+// that this package works around at its edges; sessions.go lists them.
 package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +29,7 @@ import (
 	rds "github.com/redis/go-redis/v9"
 	"github.com/zishang520/socket.io/adapters/redis/v3"
 	"github.com/zishang520/socket.io/adapters/redis/v3/adapter"
+	"github.com/zishang520/socket.io/servers/engine/v3"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 )
 
@@ -73,8 +77,9 @@ type Options struct {
 }
 
 const (
-	// emitQueueSize bounds the events waiting for the dispatcher. It only fills when Redis
-	// stalls; then Emit drops rather than blocks its caller (a run's log pump).
+	// emitQueueSize bounds the events waiting for the dispatcher. It fills only when Redis
+	// stalls or events come faster than the dispatcher's ceiling (see the benchmarks); then Emit
+	// drops rather than blocks its caller (a run's log pump).
 	emitQueueSize = 16384
 	// authTimeout bounds one Authenticator call.
 	authTimeout = 10 * time.Second
@@ -89,7 +94,7 @@ const (
 // from anywhere, and Close it on shutdown.
 type Hub struct {
 	io      *socket.Server
-	engine  http.Handler
+	engine  engine.Server
 	auth    Authenticator
 	log     *slog.Logger
 	origins originPolicy
@@ -110,18 +115,14 @@ type Hub struct {
 	// grace timer of an earlier rejection on the same connection leaves it open.
 	live sync.Map
 
+	sessions sessions // Engine.IO session bookkeeping (sessions.go)
+
 	rejectGrace time.Duration // rejectedConnGrace; tests shorten it
 
-	dropped   atomic.Uint64
-	dropLog   throttle
-	redisLog  throttle
-	emitErrLg throttle
-}
-
-type emission struct {
-	room    socket.Room
-	event   string
-	payload []byte // JSON, encoded by Emit
+	dropped    atomic.Uint64
+	dropLog    throttle
+	redisLog   throttle
+	emitErrLog throttle
 }
 
 // New builds a Hub; with a Redis URL it connects and subscribes before returning.
@@ -158,7 +159,9 @@ func New(opts Options) (*Hub, error) {
 	}
 
 	sopts := socket.DefaultServerOptions()
-	sopts.SetServeClient(false) // the library looks for client files beside the executable; we embed ours
+	// The library would look for the client bundle beside the executable; ours is embedded.
+	sopts.SetServeClient(false)
+	// Inbound only: clients send nothing but CONNECT and pongs.
 	sopts.SetMaxHttpBufferSize(64 << 10)
 	if cors := origins.cors(); cors != nil {
 		sopts.SetCors(cors)
@@ -171,7 +174,21 @@ func New(opts Options) (*Hub, error) {
 	}
 
 	h.io = socket.NewServer(nil, sopts)
-	h.engine = h.io.ServeHandler(nil)
+	eng, ok := h.io.ServeHandler(nil).(engine.Server)
+	if !ok {
+		cancel()
+		return nil, errors.New("realtime: the Socket.IO library's handler is not an engine.Server")
+	}
+	h.engine = eng
+	// Registered after the Socket.IO layer's own listener, so it runs once that layer is ready
+	// for the connection's data (sessions.go).
+	_ = h.io.Engine().On("connection", func(args ...any) {
+		if c, ok := args[0].(engine.Socket); ok {
+			id := c.Id()
+			h.sessions.markReady(id)
+			_ = c.Once("close", func(...any) { h.sessions.closed(id, c) })
+		}
+	})
 	_ = h.io.On("connection", func(args ...any) {
 		if s, ok := args[0].(*socket.Socket); ok {
 			h.onConnection(s)
@@ -214,77 +231,9 @@ func (h *Hub) connectRedis(rawURL, prefix string, sopts *socket.ServerOptions) e
 	return nil
 }
 
-// Emit sends event with payload to the sockets in room org:<orgID>, on every replica when Redis
-// is configured. It never waits for clients or Redis: the payload is encoded to JSON now (so the
-// caller may reuse it) and queued for one dispatcher goroutine, which keeps events in Emit order.
-// If the queue is full the event is dropped and logged. Emit after Close does nothing.
-func (h *Hub) Emit(orgID, event string, payload any) {
-	if orgID == "" || event == "" || socket.SOCKET_RESERVED_EVENTS.Has(event) {
-		h.log.Error("emit refused: empty organization or event, or reserved event name", "organization", orgID, "event", event)
-		return
-	}
-	b, err := json.Marshal(payload)
-	if err != nil {
-		h.log.Error("emit refused: payload is not JSON-encodable", "event", event, "error", err)
-		return
-	}
-	select {
-	case <-h.done:
-		return
-	default:
-	}
-	select {
-	case h.queue <- emission{room: orgRoom(orgID), event: event, payload: b}:
-	default:
-		h.dropped.Add(1)
-		if n, ok := h.dropLog.allow(); ok {
-			h.log.Warn("emit queue full, event dropped", "event", event, "organization", orgID, "suppressed", n)
-		}
-	}
-}
-
-func orgRoom(orgID string) socket.Room { return socket.Room("org:" + orgID) }
-
-// dispatch delivers queued events one at a time, which is what preserves their order.
-func (h *Hub) dispatch() {
-	defer close(h.stopped)
-	for {
-		select {
-		case e := <-h.queue:
-			h.broadcast(e)
-		case <-h.done:
-			for {
-				select {
-				case e := <-h.queue:
-					h.broadcast(e)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (h *Hub) broadcast(e emission) {
-	// The payload goes to the library as plain JSON values (maps, slices, float64...), not as
-	// the caller's type: the Redis adapter encodes with msgpack, which ignores json tags, so a
-	// struct would reach other replicas' clients with Go field names.
-	var v any
-	if err := json.Unmarshal(e.payload, &v); err != nil {
-		h.log.Error("emit: re-decoding payload", "event", e.event, "error", err)
-		return
-	}
-	// Broadcast writes into each client's buffer and returns; socket writes happen on the
-	// library's per-connection goroutines. With Redis it also PUBLISHes, synchronously.
-	if err := h.io.To(e.room).Emit(e.event, v); err != nil {
-		if n, ok := h.emitErrLg.allow(); ok {
-			h.log.Error("emit", "event", e.event, "error", err, "suppressed", n)
-		}
-	}
-}
-
-// Close stops accepting events, delivers the ones already accepted (waiting at most two
-// seconds), disconnects every client, leaves Redis and waits for the Hub's goroutines.
+// Close stops accepting events, delivers the ones already accepted, disconnects every client,
+// ends pending authentications and long-polls, and leaves Redis. Call it before
+// http.Server.Shutdown: Shutdown waits for in-flight requests, and long-polls are among them.
 // It is safe to call more than once.
 func (h *Hub) Close() error {
 	h.closeOnce.Do(func() {
@@ -293,12 +242,15 @@ func (h *Hub) Close() error {
 		select {
 		case <-h.stopped:
 		case <-time.After(closeDrainTimeout):
-			h.log.Warn("close: undelivered events abandoned", "count", len(h.queue))
-			h.cancel() // fails the dispatcher's pending Redis call
+			// Redis is slow: cancelling fails the remaining PUBLISHes at once, so the rest of
+			// the queue still reaches this replica's clients, just not the others'.
+			h.log.Warn("close: Redis too slow, remaining events delivered locally only", "count", len(h.queue))
+			h.cancel()
 			<-h.stopped
 		}
 		h.io.Close(nil)
 		h.cancel()
+		h.sessions.reset()
 		if h.redis != nil {
 			h.closeErr = h.redis.Close()
 		}

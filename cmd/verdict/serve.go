@@ -52,6 +52,7 @@ func serve(ctx context.Context) error {
 	log.Info("shutting down: finishing requests in flight", "grace", shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	a.CloseRealtime()
 	err = srv.Shutdown(sctx)
 	stopBG()
 	wg.Wait()

@@ -40,6 +40,7 @@ type App struct {
 	Store   *sqlstore.Store
 	redis   *redis.Client
 	API     *api.Server
+	hub     *realtime.Hub
 	backend *docker.Backend
 	events  run.Events
 	runs    *executions.Service
@@ -156,6 +157,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return nil, fmt.Errorf("realtime: %w", err)
 	}
 	a.closers = append(a.closers, func() { hub.Close() })
+	a.hub = hub
 	events := hubEvents{hub: hub, clock: clock}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
@@ -235,6 +237,10 @@ func (a *App) Run(ctx context.Context) {
 	}
 	wg.Wait()
 }
+
+// CloseRealtime ends the Socket.IO sessions; call it before http.Server.Shutdown, which would
+// otherwise wait for open long-polls.
+func (a *App) CloseRealtime() { _ = a.hub.Close() }
 
 // Runner is the embedded runner, nil when VERDICT_RUNNER=none.
 func (a *App) Runner() *run.Runner { return a.runner }

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +20,12 @@ import (
 	"verdict/internal/testenv"
 )
 
-// clock is a controlled clock: tests move it instead of sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // harness is one Verdict on a real database behind a real HTTP server.
 type harness struct {
 	t     testing.TB
 	app   *app.App
 	srv   *httptest.Server
-	clock *clock
+	clock *testenv.Clock
 }
 
 type harnessOpts struct {
@@ -91,7 +72,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.rateLimits == nil {
 		o.rateLimits = generousLimits()
 	}
-	c := &clock{t: time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)}
+	c := testenv.NewClock(time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC))
 	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond, MailConsole: io.Discard}
 	if o.realClock {
 		opts.Clock = func() time.Time { return time.Now().UTC() }

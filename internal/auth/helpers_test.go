@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +12,8 @@ import (
 	"verdict/internal/testenv"
 )
 
-// testClock is a domain.Clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newTestClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // counterStores builds each ratelimit.Store the lockout runs on; Redis keys are removed when

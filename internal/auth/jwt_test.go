@@ -14,11 +14,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"verdict/internal/domain"
+
+	"verdict/internal/testenv"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
 
-func newTokens(t testing.TB, lifetime time.Duration) (*Tokens, *testClock) {
+func newTokens(t testing.TB, lifetime time.Duration) (*Tokens, *testenv.Clock) {
 	t.Helper()
 	clock := newTestClock()
 	tk, err := NewTokens(testSecret, lifetime, clock.Now)

@@ -39,26 +39,8 @@ func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	}
 }
 
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+func newTestClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 }
 
 // lockedBuffer collects log output written from the worker's goroutine.

@@ -14,26 +14,8 @@ import (
 	"verdict/internal/testenv"
 )
 
-// testClock is a domain.Clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newTestClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // redisClient connects to the test Redis and, when the test ends, deletes every key under
@@ -84,9 +66,9 @@ func TestStores(t *testing.T) {
 
 var storeSuite = []struct {
 	name string
-	run  func(t *testing.T, s Store, clock *testClock)
+	run  func(t *testing.T, s Store, clock *testenv.Clock)
 }{
-	{"window is fixed from the first hit", func(t *testing.T, s Store, clock *testClock) {
+	{"window is fixed from the first hit", func(t *testing.T, s Store, clock *testenv.Clock) {
 		ctx := context.Background()
 		start := clock.Now()
 		want := Counter{N: 1, ResetAt: start.Add(time.Minute)}
@@ -107,7 +89,7 @@ var storeSuite = []struct {
 			t.Fatalf("hit 1ms before the end = %+v, want %+v", c, want)
 		}
 	}},
-	{"window end starts again at 1", func(t *testing.T, s Store, clock *testClock) {
+	{"window end starts again at 1", func(t *testing.T, s Store, clock *testenv.Clock) {
 		ctx := context.Background()
 		for range 3 {
 			mustHit(t, s, "k", time.Minute)
@@ -121,7 +103,7 @@ var storeSuite = []struct {
 			t.Fatalf("hit at the window end = %+v, want %+v", c, want)
 		}
 	}},
-	{"Get reads without adding", func(t *testing.T, s Store, clock *testClock) {
+	{"Get reads without adding", func(t *testing.T, s Store, clock *testenv.Clock) {
 		ctx := context.Background()
 		if c, err := s.Get(ctx, "absent"); err != nil || c != (Counter{}) {
 			t.Fatalf("Get absent = %+v, %v; want zero", c, err)
@@ -133,7 +115,7 @@ var storeSuite = []struct {
 			}
 		}
 	}},
-	{"Reset forgets the key", func(t *testing.T, s Store, clock *testClock) {
+	{"Reset forgets the key", func(t *testing.T, s Store, clock *testenv.Clock) {
 		ctx := context.Background()
 		mustHit(t, s, "k", time.Minute)
 		mustHit(t, s, "k", time.Minute)
@@ -152,7 +134,7 @@ var storeSuite = []struct {
 			t.Fatalf("Reset of an absent key: %v", err)
 		}
 	}},
-	{"keys are independent", func(t *testing.T, s Store, clock *testClock) {
+	{"keys are independent", func(t *testing.T, s Store, clock *testenv.Clock) {
 		for range 3 {
 			mustHit(t, s, "a", time.Minute)
 		}
@@ -165,7 +147,7 @@ var storeSuite = []struct {
 			t.Fatalf("a = %+v, want N=3", c)
 		}
 	}},
-	{"concurrent hits are counted once each", func(t *testing.T, s Store, clock *testClock) {
+	{"concurrent hits are counted once each", func(t *testing.T, s Store, clock *testenv.Clock) {
 		const n = 50
 		got := make([]int, n)
 		errs := make([]error, n)
@@ -189,7 +171,7 @@ var storeSuite = []struct {
 			}
 		}
 	}},
-	{"window shorter than 1ms is refused", func(t *testing.T, s Store, clock *testClock) {
+	{"window shorter than 1ms is refused", func(t *testing.T, s Store, clock *testenv.Clock) {
 		if _, err := s.Hit(context.Background(), "k", time.Microsecond); err == nil {
 			t.Fatal("Hit with a 1µs window succeeded")
 		}

@@ -106,7 +106,7 @@ func (s *Service) principal(ctx context.Context, orgID, userID string, refused *
 	if u.Status != domain.UserActive {
 		return nil, refused
 	}
-	return &Principal{UserID: u.ID, OrgID: u.OrganizationID, Role: u.Role, Email: u.Email, Name: u.Name}, nil
+	return &Principal{UserID: u.ID, OrgID: u.OrganizationID, Role: u.Role, User: u}, nil
 }
 
 // ErrAuthRequired is the 401 for a request without credentials.

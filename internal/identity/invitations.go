@@ -75,7 +75,7 @@ func (s *Service) Invite(ctx context.Context, p *Principal, email string, role d
 			return err
 		}
 		inv := &domain.Invitation{ID: s.newID(), OrganizationID: p.OrgID, Email: email, Role: role,
-			Status: domain.InvitationPending, TokenHash: hash, InvitedBy: p.UserID, InvitedByName: p.Name,
+			Status: domain.InvitationPending, TokenHash: hash, InvitedBy: p.UserID, InvitedByName: p.User.Name,
 			ExpiresAt: now.Add(domain.InvitationTTL), CreatedAt: now}
 		if err := tx.Invitations().Create(ctx, inv); err != nil {
 			return err

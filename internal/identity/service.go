@@ -88,9 +88,8 @@ type Principal struct {
 	UserID   string
 	OrgID    string
 	Role     domain.Role
-	Email    string
-	Name     string
-	APIKeyID string // set when the call came with an API key
+	User     *domain.User // the row read to authenticate this request
+	APIKeyID string       // set when the call came with an API key
 }
 
 // IsAdmin reports whether the caller is an admin.

@@ -9,12 +9,9 @@ import (
 
 var errUserNotFound = domain.NotFound("User not found", "No such user in your organization")
 
-// Me returns the caller with their organization and its active member count.
+// Me returns the caller, as read to authenticate this request, with their organization and
+// its active member count.
 func (s *Service) Me(ctx context.Context, p *Principal) (*domain.User, *domain.Organization, int, error) {
-	u, err := s.store.Users().Get(ctx, p.OrgID, p.UserID)
-	if err != nil {
-		return nil, nil, 0, notFound(err, domain.NotFound("User or organization not found", "The user no longer exists"))
-	}
 	org, count, err := s.Organization(ctx, p)
 	if err == errOrgNotFound {
 		err = domain.NotFound("User or organization not found", "The organization no longer exists")
@@ -22,7 +19,7 @@ func (s *Service) Me(ctx context.Context, p *Principal) (*domain.User, *domain.O
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	return u, org, count, nil
+	return p.User, org, count, nil
 }
 
 // ListUsers lists the caller's organization's members (all roles may view).

@@ -46,33 +46,16 @@ func (s *Service) ChangeRole(ctx context.Context, p *Principal, id string, role 
 	if id == p.UserID {
 		return nil, domain.BadRequest("Cannot change own role", "An admin cannot change their own role")
 	}
-	var user *domain.User
-	err := s.store.InTx(ctx, func(tx store.Store) error {
-		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
-			return err
-		}
-		u, err := tx.Users().Get(ctx, p.OrgID, id)
-		if err != nil {
-			return notFound(err, errUserNotFound)
-		}
-		if u.Role == domain.RoleAdmin && role != domain.RoleAdmin {
-			if err := lastAdminGuard(ctx, tx, p.OrgID, "Cannot demote the last admin", "The organization needs at least one admin"); err != nil {
-				return err
+	return s.changeMember(ctx, p, id, role != domain.RoleAdmin,
+		"Cannot demote the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
+			if u.Role == role {
+				return "", nil, nil
 			}
-		}
-		if u.Role == role {
-			user = u
-			return nil
-		}
-		if err := tx.Users().UpdateRole(ctx, p.OrgID, id, role); err != nil {
-			return err
-		}
-		old := u.Role
-		u.Role = role
-		user = u
-		return s.audit(ctx, tx, p, "user.role_changed", "user", id, map[string]any{"from": old, "to": role, "email": u.Email})
-	})
-	return user, err
+			old := u.Role
+			u.Role = role
+			return "user.role_changed", map[string]any{"from": old, "to": role, "email": u.Email},
+				tx.Users().UpdateRole(ctx, p.OrgID, id, role)
+		})
 }
 
 // SetStatus suspends or reactivates a member (admin only; not oneself). A suspended user's
@@ -87,29 +70,13 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 	if id == p.UserID {
 		return nil, domain.BadRequest("Cannot change own status", "An admin cannot suspend their own account")
 	}
-	var user *domain.User
-	err := s.store.InTx(ctx, func(tx store.Store) error {
-		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
-			return err
-		}
-		u, err := tx.Users().Get(ctx, p.OrgID, id)
-		if err != nil {
-			return notFound(err, errUserNotFound)
-		}
-		if u.Role == domain.RoleAdmin && status == domain.UserSuspended {
-			if err := lastAdminGuard(ctx, tx, p.OrgID, "Cannot suspend the last admin", "The organization needs at least one active admin"); err != nil {
-				return err
-			}
-		}
-		if err := tx.Users().UpdateStatus(ctx, p.OrgID, id, status); err != nil {
-			return err
-		}
-		old := u.Status
-		u.Status = status
-		user = u
-		return s.audit(ctx, tx, p, "user.status_changed", "user", id, map[string]any{"from": old, "to": status, "email": u.Email})
-	})
-	return user, err
+	return s.changeMember(ctx, p, id, status == domain.UserSuspended,
+		"Cannot suspend the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
+			old := u.Status
+			u.Status = status
+			return "user.status_changed", map[string]any{"from": old, "to": status, "email": u.Email},
+				tx.Users().UpdateStatus(ctx, p.OrgID, id, status)
+		})
 }
 
 // DeleteUser removes a member (admin only). Their executions and other history stay.
@@ -120,7 +87,21 @@ func (s *Service) DeleteUser(ctx context.Context, p *Principal, id string) error
 	if id == p.UserID {
 		return domain.BadRequest("Cannot delete own account", "An admin cannot delete their own account")
 	}
-	return s.store.InTx(ctx, func(tx store.Store) error {
+	_, err := s.changeMember(ctx, p, id, true,
+		"Cannot delete the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
+			return "user.deleted", map[string]any{"email": u.Email, "role": u.Role}, tx.Users().Delete(ctx, p.OrgID, id)
+		})
+	return err
+}
+
+// changeMember changes another member under the organization's lock, so that two admins
+// acting at once cannot leave it without an admin: when the member is an admin and the
+// change takes that away (removesAdmin), it is refused with lastAdminCode if they are
+// the last one. write applies the change and names its audit action ("" = nothing changed).
+func (s *Service) changeMember(ctx context.Context, p *Principal, id string, removesAdmin bool,
+	lastAdminCode string, write func(tx store.Store, u *domain.User) (action string, details map[string]any, err error)) (*domain.User, error) {
+	var user *domain.User
+	err := s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
 			return err
 		}
@@ -128,16 +109,19 @@ func (s *Service) DeleteUser(ctx context.Context, p *Principal, id string) error
 		if err != nil {
 			return notFound(err, errUserNotFound)
 		}
-		if u.Role == domain.RoleAdmin {
-			if err := lastAdminGuard(ctx, tx, p.OrgID, "Cannot delete the last admin", "The organization needs at least one admin"); err != nil {
+		if u.Role == domain.RoleAdmin && removesAdmin {
+			if err := lastAdminGuard(ctx, tx, p.OrgID, lastAdminCode, "The organization needs at least one admin"); err != nil {
 				return err
 			}
 		}
-		if err := tx.Users().Delete(ctx, p.OrgID, id); err != nil {
+		action, details, err := write(tx, u)
+		user = u
+		if err != nil || action == "" {
 			return err
 		}
-		return s.audit(ctx, tx, p, "user.deleted", "user", id, map[string]any{"email": u.Email, "role": u.Role})
+		return s.audit(ctx, tx, p, action, "user", id, details)
 	})
+	return user, err
 }
 
 // lastAdminGuard refuses when the organization has one admin or fewer (the one being changed).

@@ -35,7 +35,6 @@ import (
 
 // App is the assembled service.
 type App struct {
-	cfg     *config.Config
 	log     *slog.Logger
 	Store   *sqlstore.Store
 	redis   *redis.Client
@@ -74,7 +73,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		o.MailConsole = os.Stderr
 	}
 	clock := o.Clock
-	a := &App{cfg: cfg, log: log}
+	a := &App{log: log}
 	ok := false
 	defer func() {
 		if !ok {

@@ -73,6 +73,22 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 // ID belong to an earlier life of this process and end ERROR, and this runner's containers
 // whose run is over or gone are removed. Other runners' containers are never touched.
 func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
+	// Every active run: leases last seconds, so a day ahead covers all of them.
+	active, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
+	if err != nil {
+		return err
+	}
+	for _, e := range active {
+		if e.RunnerID != runnerID {
+			continue
+		}
+		f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
+		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
+			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
+				events.ExecutionUpdated(done)
+			}
+		}
+	}
 	containers, err := b.List(ctx, map[string]string{LabelManaged: "true", LabelRunner: runnerID})
 	if err != nil {
 		return err
@@ -83,36 +99,10 @@ func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, 
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		active := e != nil && (e.Status == domain.ExecRunning || e.Status == domain.ExecAnalyzing)
-		if active && e.RunnerID == runnerID {
-			f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
-			if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
-				if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
-					events.ExecutionUpdated(done)
-				}
-			}
-			active = false
-		}
-		if !active {
+		if e == nil || e.Status.Final() {
 			log.Info("removing an orphaned run container", "container", c.ID, "org", org, "task", task)
 			if err := b.Remove(ctx, c.ID); err != nil {
 				log.Warn("removing an orphaned container failed", "container", c.ID, "err", err)
-			}
-		}
-	}
-	// Runs of this runner whose container is already gone.
-	expired, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
-	if err != nil {
-		return err
-	}
-	for _, e := range expired {
-		if e.RunnerID != runnerID {
-			continue
-		}
-		f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
-		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
-			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
-				events.ExecutionUpdated(done)
 			}
 		}
 	}

@@ -75,8 +75,8 @@ func TestLockout(t *testing.T) {
 		good := map[string]any{"email": "bob@example.com", "password": password}
 		r := h.do("POST", "/api/auth/login", anon, good)
 		expect(t, r, 429, "Account temporarily locked")
-		if ra, _ := r.get("retryAfter").(float64); ra < 890 || ra > 900 {
-			t.Fatalf("retryAfter %v", r.get("retryAfter"))
+		if ra, _ := r.get("retryAfter").(float64); ra < 890 || ra > 900 || r.header.Get("Retry-After") != fmt.Sprint(ra) {
+			t.Fatalf("retryAfter %v, Retry-After %q", r.get("retryAfter"), r.header.Get("Retry-After"))
 		}
 		h.clock.Advance(14*time.Minute + 59*time.Second)
 		expect(t, h.do("POST", "/api/auth/login", anon, good), 429, "Account temporarily locked")

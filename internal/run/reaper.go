@@ -82,6 +82,12 @@ func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, 
 		if e.RunnerID != runnerID {
 			continue
 		}
+		// The container goes first, so a run seen settled has none left.
+		if e.ContainerID != "" {
+			if err := b.Remove(ctx, e.ContainerID); err != nil {
+				log.Warn("removing an orphaned container failed", "container", e.ContainerID, "err", err)
+			}
+		}
 		f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
 		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
 			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests use are installed and running on this Debian machine:
-# the Docker engine, PostgreSQL and Redis. Idempotent: a service that already answers is reused,
+# the Docker engine, PostgreSQL, Redis and stripe-mock. Idempotent: a service that already answers is reused,
 # whoever started it. Missing software is installed from Debian packages with apt-get.
 #
 # Progress goes to stderr; stdout carries only `export NAME=value` lines, so callers can do
@@ -11,6 +11,7 @@ set -euo pipefail
 STATE=${VERDICT_TEST_STATE:-/tmp/verdict-test}
 PG_PORT=${VERDICT_TEST_PG_PORT:-55432}
 REDIS_PORT=${VERDICT_TEST_REDIS_PORT:-56379}
+STRIPE_MOCK_PORT=${VERDICT_TEST_STRIPE_MOCK_PORT:-12111}
 
 log() { printf 'services: %s\n' "$*" >&2; }
 die() {
@@ -163,16 +164,43 @@ ensure_redis() {
 	log "redis: up"
 }
 
-# --- Later services ----------------------------------------------------------------------------
-# stripe-mock (go install github.com/stripe/stripe-mock@v0.203.0) and Debian chromium go here:
-# one ensure_<name> function each, called below, exporting its address the same way.
+# --- stripe-mock (the payment provider's own mock API server) -------------------------------
+STRIPE_MOCK_VERSION=v0.203.0
+stripe_mock_up() { (exec 3<>"/dev/tcp/127.0.0.1/$STRIPE_MOCK_PORT") 2>/dev/null; }
+
+ensure_stripe_mock() {
+	if stripe_mock_up; then
+		log "stripe-mock: 127.0.0.1:$STRIPE_MOCK_PORT answers, reusing it"
+		return
+	fi
+	local bin
+	bin="$(go env GOPATH)/bin/stripe-mock"
+	if [[ ! -x $bin ]]; then
+		command -v go >/dev/null || die "stripe-mock: go is needed to build it"
+		log "stripe-mock: go install github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION"
+		GOFLAGS=-mod=mod go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" >&2 ||
+			die "stripe-mock: go install failed"
+	fi
+	log "stripe-mock: starting on 127.0.0.1:$STRIPE_MOCK_PORT (log: $STATE/stripe-mock.log)"
+	setsid nohup "$bin" -http-addr "127.0.0.1:$STRIPE_MOCK_PORT" >"$STATE/stripe-mock.log" 2>&1 </dev/null &
+	wait_for 30 stripe_mock_up || {
+		tail -n 20 "$STATE/stripe-mock.log" >&2 || true
+		die "stripe-mock: not answering on 127.0.0.1:$STRIPE_MOCK_PORT"
+	}
+	log "stripe-mock: up"
+}
+
+# Debian chromium goes here later: one ensure_<name> function, exporting its address the same way.
 
 ensure_docker
 ensure_postgres
 ensure_redis
+ensure_stripe_mock
 
 VERDICT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 VERDICT_TEST_REDIS="redis://127.0.0.1:$REDIS_PORT/0"
-export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS
+VERDICT_TEST_STRIPE="http://127.0.0.1:$STRIPE_MOCK_PORT"
+export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS VERDICT_TEST_STRIPE
 printf 'export VERDICT_TEST_POSTGRES=%q\n' "$VERDICT_TEST_POSTGRES"
 printf 'export VERDICT_TEST_REDIS=%q\n' "$VERDICT_TEST_REDIS"
+printf 'export VERDICT_TEST_STRIPE=%q\n' "$VERDICT_TEST_STRIPE"

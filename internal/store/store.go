@@ -33,6 +33,8 @@ type Store interface {
 	Projects() ProjectRepo
 	Executions() ExecutionRepo
 	Logs() LogRepo
+	BillingEvents() BillingEventRepo
+	UsageAlerts() UsageAlertRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
@@ -125,4 +127,42 @@ type OutboxRepo interface {
 	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
 	Get(ctx context.Context, id string) (*Mail, error)
+}
+
+// Outcomes of a billing event in the webhook log.
+const (
+	EventSuccess = "success"
+	EventError   = "error"
+)
+
+// BillingEvent is one entry of the webhook log (SPEC Billing webhook log).
+type BillingEvent struct {
+	EventID        string
+	EventType      string
+	OrganizationID string // empty when no organization matched
+	Status         string // EventSuccess or EventError
+	Error          string // empty when none
+	Payload        []byte // the event as delivered (JSON)
+	CreatedAt      time.Time
+	ProcessedAt    time.Time
+}
+
+// BillingEventRepo is the webhook log. Recording an event's ID first in the transaction that
+// applies it makes each event take effect once, however often or concurrently it is delivered.
+type BillingEventRepo interface {
+	// Record logs a new event; ErrConflict when its EventID is already logged. A conflict does
+	// not abort the surrounding transaction.
+	Record(ctx context.Context, e *BillingEvent) error
+	// SetOutcome sets a recorded event's organization, status and error.
+	SetOutcome(ctx context.Context, eventID, orgID, status, errText string) error
+	Get(ctx context.Context, eventID string) (*BillingEvent, error)
+	List(ctx context.Context, orgID string, limit int) ([]BillingEvent, error) // newest first
+}
+
+// UsageAlertRepo remembers which usage alerts were raised.
+type UsageAlertRepo interface {
+	// Claim records that an organization's resource reached threshold percent in the billing
+	// period starting at periodStart. It reports false when that was recorded before, so the
+	// alert goes out once even when several replicas see the crossing at the same time.
+	Claim(ctx context.Context, orgID, resource string, threshold int, periodStart, at time.Time) (bool, error)
 }

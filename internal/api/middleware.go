@@ -58,6 +58,9 @@ func DefaultRateLimits() RateLimits {
 		// Not in the SPEC: CI polls run status, so runs get a bucket of their own above the
 		// general API tier.
 		"executions": {Limit: 300, Window: m, Key: byOrg},
+		// Not in the SPEC: the payment provider delivers bursts (e.g. after an outage) from a
+		// few addresses; it retries what is refused.
+		"webhooks": {Limit: 600, Window: m, Key: byIP},
 	}
 }
 

@@ -88,6 +88,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		"currentPeriod": obj{"startDate": ts(u.PeriodStart), "endDate": ts(u.PeriodEnd)},
 		"testRuns":      obj{"used": u.RunsUsed, "limit": u.Limits.MaxTestRuns, "percentUsed": domain.PercentUsed(int64(u.RunsUsed), int64(u.Limits.MaxTestRuns))},
 		"users":         obj{"active": u.ActiveUsers, "limit": u.Limits.MaxUsers},
+		"projects":      obj{"used": u.Projects, "limit": u.Limits.MaxProjects},
 		"storage":       obj{"usedBytes": u.StorageUsed, "limitBytes": u.Limits.MaxStorageBytes},
 	}, "alerts": alerts})
 }

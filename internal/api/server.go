@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"verdict/internal/auth"
+	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
@@ -40,6 +41,7 @@ type Deps struct {
 	RateLimits RateLimits // nil = DefaultRateLimits
 	Proxies    []netip.Prefix
 	Runs       *executions.Service
+	Billing    *billing.Service
 	Reports    report.Store
 	Signer     *report.Signer
 	PublicURL  string
@@ -55,6 +57,7 @@ type Deps struct {
 type Server struct {
 	identity  *identity.Service
 	runs      *executions.Service
+	billing   *billing.Service
 	reports   report.Store
 	signer    *report.Signer
 	publicURL string
@@ -83,7 +86,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, runs: d.Runs, reports: d.Reports, signer: d.Signer, publicURL: d.PublicURL, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
+	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, publicURL: d.PublicURL, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
 		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	for pattern, h := range d.Mounts {
@@ -164,6 +167,12 @@ func (s *Server) routes() {
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
+
+	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, admin: true, limit: "strict"}, s.checkout)
+	s.handle("POST /api/billing/portal", routeOpts{access: bearer, admin: true, limit: "strict"}, s.billingPortal)
+	s.handle("GET /api/billing/subscription", routeOpts{access: bearerOrKey, limit: "api"}, s.subscription)
+	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
+	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
 
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

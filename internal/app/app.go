@@ -19,6 +19,7 @@ import (
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
+	"verdict/internal/billing"
 	"verdict/internal/config"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
@@ -141,11 +142,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return nil, err
 	}
 
+	alerts := &billing.Alerts{Renderer: renderer, Notify: a.mailer.Notify, Clock: clock, Log: log}
+	bill := &billing.Service{Store: st, WebhookSecret: cfg.StripeWebhookSecret, PublicURL: cfg.PublicURL,
+		Prices:   map[domain.Plan]string{domain.PlanTeam: cfg.StripePriceTeam, domain.PlanEnterprise: cfg.StripePriceEnterprise},
+		Renderer: renderer, Notify: a.mailer.Notify, Alerts: alerts, Clock: clock, Log: log}
+	if cfg.StripeSecretKey != "" {
+		bill.Provider = billing.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
+	}
+
 	ids := identity.New(identity.Deps{
 		Store:   st,
 		Tokens:  jwt,
 		Lockout: auth.NewLockout(counters, clock),
 		Mailer:  &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
+		Alerts:  alerts,
 		Clock:   clock,
 		Log:     log,
 	})
@@ -168,18 +178,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.backend = backend
 	a.events = events
 	a.runs = &executions.Service{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
-		Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL}
+		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL}
 	ids.SetRunCounter(a.runs)
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
 			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
+			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts}
 		a.runs.Wake, a.runs.Cancel = a.runner.Notify, a.runner.Cancel
 	}
 	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
 
 	a.API = api.New(api.Deps{
 		Runs:       a.runs,
+		Billing:    bill,
 		Reports:    reports,
 		Signer:     signer,
 		PublicURL:  cfg.PublicURL,

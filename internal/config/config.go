@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,13 @@ type Config struct {
 	SMTPPassword string `env:"SMTP_PASSWORD"`
 	SMTPFrom     string `env:"SMTP_FROM" envDefault:"Verdict <no-reply@verdict.local>"`
 	SMTPTLS      string `env:"SMTP_TLS" envDefault:"starttls"`
+
+	// Payment provider (Stripe). Without a secret key the billing routes answer 503.
+	StripeSecretKey       string `env:"STRIPE_SECRET_KEY"`
+	StripeWebhookSecret   string `env:"STRIPE_WEBHOOK_SECRET"`
+	StripePriceTeam       string `env:"STRIPE_PRICE_TEAM"`
+	StripePriceEnterprise string `env:"STRIPE_PRICE_ENTERPRISE"`
+	StripeAPIBase         string `env:"STRIPE_API_BASE"` // e.g. a stripe-mock address; empty: Stripe's API
 
 	Runner         string  `env:"VERDICT_RUNNER" envDefault:"embedded"`
 	RunnerSlots    int     `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
@@ -127,6 +135,15 @@ func (c *Config) finish() error {
 	}
 	if c.SMTPHost != "" && (c.SMTPPort <= 0 || c.SMTPPort > 65535) {
 		bad("SMTP_PORT", "want 1..65535")
+	}
+	if c.StripeAPIBase != "" {
+		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("STRIPE_API_BASE", "want an http(s) URL, got %q", c.StripeAPIBase)
+		}
+		c.StripeAPIBase = strings.TrimRight(c.StripeAPIBase, "/")
+	}
+	if c.StripePriceTeam != "" && c.StripePriceTeam == c.StripePriceEnterprise {
+		bad("STRIPE_PRICE_ENTERPRISE", "must differ from STRIPE_PRICE_TEAM")
 	}
 	if c.Runner != "embedded" && c.Runner != "none" {
 		bad("VERDICT_RUNNER", "want embedded or none, got %q", c.Runner)

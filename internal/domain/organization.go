@@ -74,9 +74,11 @@ type Billing struct {
 	LastPaymentAttempt     *time.Time    `json:"lastPaymentAttempt,omitempty"`
 	CurrentPeriodStart     *time.Time    `json:"currentPeriodStart,omitempty"`
 	CurrentPeriodEnd       *time.Time    `json:"currentPeriodEnd,omitempty"`
-	// EventAt is the creation time of the newest provider event applied, so an older event
-	// delivered late never rolls the organization back.
-	EventAt *time.Time `json:"eventAt,omitempty"`
+	// EventAt and StatusAt are the creation times of the newest provider events applied to the
+	// subscription (plan, period) and to the status, so an older event delivered late never
+	// rolls the organization back.
+	EventAt  *time.Time `json:"eventAt,omitempty"`
+	StatusAt *time.Time `json:"statusAt,omitempty"`
 }
 
 // Organization is a tenant.
@@ -94,3 +96,15 @@ type Organization struct {
 
 // Limits returns the organization's plan limits.
 func (o *Organization) Limits() Limits { return LimitsFor(o.Plan) }
+
+// BillingPeriod is the organization's current billing period at now: the subscription's
+// period when one is known and current, else the calendar month in UTC.
+func BillingPeriod(org *Organization, now time.Time) (start, end time.Time) {
+	b := org.Billing
+	if b.CurrentPeriodStart != nil && b.CurrentPeriodEnd != nil && !now.Before(*b.CurrentPeriodStart) && now.Before(*b.CurrentPeriodEnd) {
+		return *b.CurrentPeriodStart, *b.CurrentPeriodEnd
+	}
+	now = now.UTC()
+	start = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}

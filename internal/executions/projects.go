@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/store"
@@ -59,7 +60,11 @@ func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in P
 		if !domain.Allows(int64(org.Limits().MaxProjects), int64(n)) {
 			return domain.Forbidden("Project limit reached", "The plan's project limit is reached")
 		}
-		return conflict(tx.Projects().Create(ctx, proj))
+		if err := tx.Projects().Create(ctx, proj); err != nil {
+			return conflict(err)
+		}
+		return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceProjects,
+			Used: int64(n + 1), Limit: int64(org.Limits().MaxProjects)})
 	})
 	if err != nil {
 		return nil, err

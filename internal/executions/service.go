@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"verdict/internal/billing"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
@@ -29,6 +30,7 @@ type Service struct {
 	Events  run.Events
 	Wake    func()                   // wakes the embedded runner after a run is queued
 	Cancel  func(executionID string) // stops a run held by the embedded runner at once
+	Alerts  *billing.Alerts          // usage alerts as runs and projects are added; nil: none
 	Clock   domain.Clock
 	NewID   domain.IDGen
 	Log     *slog.Logger
@@ -150,7 +152,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		if err != nil {
 			return err
 		}
-		start, _ := identity.BillingPeriod(org, e.QueuedAt)
+		start, _ := domain.BillingPeriod(org, e.QueuedAt)
 		used, err := tx.Executions().CountSince(ctx, p.OrgID, start)
 		if err != nil {
 			return err
@@ -181,7 +183,11 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 				}
 				return domain.Conflict("Task ID already in use", "An execution with this taskId exists in your organization")
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
+				Used: int64(used + 1), Limit: int64(limits.MaxTestRuns)})
 		}
 	})
 	if err != nil {

@@ -213,6 +213,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		}
 		u.OrganizationID, u.Role = org.ID, inv.Role
 		out.Org, out.User = org, u
+		if err := s.membersJoined(ctx, tx, org); err != nil {
+			return err
+		}
 		return s.mailer.Welcome(ctx, tx.Outbox(), u, org)
 	})
 	if err != nil {

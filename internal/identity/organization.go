@@ -83,6 +83,7 @@ type Usage struct {
 	RunsUsed               int
 	Limits                 domain.Limits
 	ActiveUsers            int
+	Projects               int
 	StorageUsed            int64
 	Alerts                 []domain.UsageAlert
 }
@@ -94,18 +95,24 @@ func (s *Service) Usage(ctx context.Context, p *Principal) (*Usage, error) {
 	if err != nil {
 		return nil, err
 	}
-	start, end := BillingPeriod(org, s.clock())
+	start, end := domain.BillingPeriod(org, s.clock())
 	runs := 0
 	if s.runs != nil {
 		if runs, err = s.runs.CountRunsSince(ctx, org.ID, start); err != nil {
 			return nil, err
 		}
 	}
+	projects, err := s.store.Projects().Count(ctx, org.ID)
+	if err != nil {
+		return nil, err
+	}
 	l := org.Limits()
-	u := &Usage{PeriodStart: start, PeriodEnd: end, RunsUsed: runs, Limits: l, ActiveUsers: users, StorageUsed: org.StorageUsedBytes}
+	u := &Usage{PeriodStart: start, PeriodEnd: end, RunsUsed: runs, Limits: l, ActiveUsers: users, Projects: projects,
+		StorageUsed: org.StorageUsedBytes}
 	for _, a := range []*domain.UsageAlert{
 		domain.AlertFor("testRuns", int64(runs), int64(l.MaxTestRuns)),
 		domain.AlertFor("users", int64(users), int64(l.MaxUsers)),
+		domain.AlertFor("projects", int64(projects), int64(l.MaxProjects)),
 		domain.AlertFor("storage", org.StorageUsedBytes, l.MaxStorageBytes),
 	} {
 		if a != nil {
@@ -113,16 +120,4 @@ func (s *Service) Usage(ctx context.Context, p *Principal) (*Usage, error) {
 		}
 	}
 	return u, nil
-}
-
-// BillingPeriod is the organization's current billing period at now: the subscription's
-// period when one is known and current, else the calendar month in UTC.
-func BillingPeriod(org *domain.Organization, now time.Time) (start, end time.Time) {
-	b := org.Billing
-	if b.CurrentPeriodStart != nil && b.CurrentPeriodEnd != nil && !now.Before(*b.CurrentPeriodStart) && now.Before(*b.CurrentPeriodEnd) {
-		return *b.CurrentPeriodStart, *b.CurrentPeriodEnd
-	}
-	now = now.UTC()
-	start = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	return start, start.AddDate(0, 1, 0)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -47,6 +48,7 @@ type Service struct {
 	lockout Lockout
 	mailer  Mailer
 	runs    RunCounter
+	alerts  *billing.Alerts
 	clock   domain.Clock
 	newID   domain.IDGen
 	log     *slog.Logger
@@ -59,6 +61,7 @@ type Deps struct {
 	Lockout Lockout
 	Mailer  Mailer
 	Runs    RunCounter
+	Alerts  *billing.Alerts // usage alerts as members join; nil: none
 	Clock   domain.Clock
 	NewID   domain.IDGen
 	Log     *slog.Logger
@@ -76,7 +79,7 @@ func New(d Deps) *Service {
 		d.Log = slog.Default()
 	}
 	return &Service{store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer,
-		runs: d.Runs, clock: d.Clock, newID: d.NewID, log: d.Log}
+		runs: d.Runs, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
 // SetRunCounter connects the executions' run counter once it exists.

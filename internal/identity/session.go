@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"verdict/internal/auth"
+	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -108,6 +109,11 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			}
 			return err
 		}
+		if in.InviteToken != "" {
+			if err := s.membersJoined(ctx, tx, org); err != nil {
+				return err
+			}
+		}
 		return s.mailer.Welcome(ctx, tx.Outbox(), user, org)
 	})
 	if err != nil {
@@ -155,6 +161,16 @@ func (s *Service) seatAvailable(ctx context.Context, tx store.Store, org *domain
 		return errUserLimit
 	}
 	return nil
+}
+
+// membersJoined raises the usage alerts that a new member may have set off.
+func (s *Service) membersJoined(ctx context.Context, tx store.Store, org *domain.Organization) error {
+	active, err := tx.Users().CountActive(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceUsers, Used: int64(active),
+		Limit: int64(org.Limits().MaxUsers)})
 }
 
 // Login checks the credentials, honouring the lockout, and opens a session.

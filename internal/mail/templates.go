@@ -236,6 +236,7 @@ type UsageAlertData struct {
 	Used, Limit      int64
 	Bytes            bool // Used and Limit are byte counts, shown as sizes
 	Plan             domain.Plan
+	Note             string // what was refused for passing the limit, if anything
 }
 
 // UsageAlert renders the usage-alert e-mail.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"verdict/internal/billing"
 
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
@@ -35,6 +36,7 @@ type Runner struct {
 	Log       *slog.Logger
 	Slots     int
 	Resources Resources
+	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
@@ -160,7 +162,7 @@ func (r *Runner) execute(parent context.Context, e *domain.Execution) {
 		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
 	}
 	if f.ReportBytes > 0 {
-		if err := r.Store.Organizations().AddStorageUsed(wctx, e.OrganizationID, f.ReportBytes); err != nil {
+		if err := r.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
 			log.Error("counting report storage failed", "err", err)
 		}
 	}
@@ -168,6 +170,24 @@ func (r *Runner) execute(parent context.Context, e *domain.Execution) {
 		r.Events.ExecutionUpdated(done)
 	}
 	log.Info("run finished", "status", f.Status, "error", f.Error)
+}
+
+// countStorage adds u.Used report bytes to the organization's storage (none when reports were
+// refused) and raises the storage alerts the new figure, or the refusal, calls for.
+func (r *Runner) countStorage(ctx context.Context, orgID string, u billing.Usage) error {
+	return r.Store.InTx(ctx, func(tx store.Store) error {
+		if u.Used > 0 {
+			if err := tx.Organizations().AddStorageUsed(ctx, orgID, u.Used); err != nil {
+				return err
+			}
+		}
+		org, err := tx.Organizations().Get(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		u.Resource, u.Used, u.Limit = billing.ResourceStorage, org.StorageUsedBytes, org.Limits().MaxStorageBytes
+		return r.Alerts.Check(ctx, tx, org, u)
+	})
 }
 
 // keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
@@ -387,6 +407,10 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 			}
 			f.ReportDirs, f.ReportBytes = nil, 0
 			f.Notes = append(f.Notes, "reports were dropped: they would pass the organization's storage limit")
+			if err := r.countStorage(ctx, e.OrganizationID, billing.Usage{Refused: true,
+				Note: "The reports of run " + e.TaskID + " were dropped because they would pass the limit."}); err != nil {
+				log.Error("raising the storage alert failed", "err", err)
+			}
 			return f
 		}
 		if err != nil {

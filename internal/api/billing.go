@@ -1,0 +1,101 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"verdict/internal/domain"
+)
+
+// maxWebhookBytes bounds a provider event; the provider's events are far smaller.
+const maxWebhookBytes = 1 << 20
+
+func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		PriceID string `json:"priceId"`
+		PlanID  string `json:"planId"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		writeDomainError(w, err)
+		return
+	}
+	p := principalFrom(r)
+	c, err := s.billing.StartCheckout(r.Context(), p.OrgID, p.User.Email, in.PriceID, in.PlanID)
+	if err != nil {
+		s.fail(w, r, err, "Failed to create checkout session")
+		return
+	}
+	ok(w, obj{"checkoutUrl": c.URL, "sessionId": c.SessionID})
+}
+
+func (s *Server) billingPortal(w http.ResponseWriter, r *http.Request) {
+	url, err := s.billing.OpenPortal(r.Context(), principalFrom(r).OrgID)
+	if err != nil {
+		s.fail(w, r, err, "Failed to create portal session")
+		return
+	}
+	ok(w, obj{"portalUrl": url})
+}
+
+func (s *Server) subscription(w http.ResponseWriter, r *http.Request) {
+	sub, err := s.billing.Subscription(r.Context(), principalFrom(r).OrgID)
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch subscription")
+		return
+	}
+	b := sub.Billing
+	var status any
+	if b.Status != "" {
+		status = b.Status
+	}
+	limits := obj{"maxUsers": sub.Limits.MaxUsers, "maxTestRuns": sub.Limits.MaxTestRuns, "maxProjects": sub.Limits.MaxProjects,
+		"maxConcurrentRuns": sub.Limits.MaxConcurrentRuns, "maxStorageBytes": sub.Limits.MaxStorageBytes,
+		"currentStorageUsedBytes": sub.StorageUsed}
+	ok(w, obj{"subscription": obj{
+		"plan":                   sub.Plan,
+		"status":                 status,
+		"providerSubscriptionId": b.ProviderSubscriptionID,
+		"hasBillingAccount":      b.ProviderCustomerID != "",
+		"currentPeriod":          obj{"startDate": ts(sub.PeriodStart), "endDate": ts(sub.PeriodEnd)},
+		"lastPaymentDate":        tsPtr(b.LastPaymentDate),
+		"lastPaymentAmount":      b.LastPaymentAmount,
+		"lastPaymentAttempt":     tsPtr(b.LastPaymentAttempt),
+		"limits":                 limits,
+	}})
+}
+
+// stripeWebhook receives the payment provider's events. The signature covers the raw body,
+// so the body is read as bytes and handed over untouched.
+func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeDomainError(w, domain.BadRequest("Request body too large", "A webhook event must be at most 1 MiB"))
+			return
+		}
+		writeDomainError(w, domain.BadRequest("Invalid payload", "The request body could not be read"))
+		return
+	}
+	res, err := s.billing.HandleWebhook(r.Context(), body, r.Header.Get("Stripe-Signature"))
+	if err != nil {
+		s.fail(w, r, err, "Webhook processing failed")
+		return
+	}
+	if res.Duplicate {
+		writeJSON(w, http.StatusOK, obj{"received": true, "duplicate": true})
+		return
+	}
+	writeJSON(w, http.StatusOK, obj{"received": true})
+}
+
+func (s *Server) webhookTest(w http.ResponseWriter, r *http.Request) {
+	provider, secret := s.billing.Configured(), s.billing.WebhookSecret != ""
+	msg := "Webhook endpoint is reachable"
+	if !secret {
+		msg += "; STRIPE_WEBHOOK_SECRET is not set, so events are refused"
+	}
+	writeJSON(w, http.StatusOK, obj{"status": "ok", "message": msg, "providerConfigured": provider,
+		"webhookSecretConfigured": secret})
+}

@@ -1,0 +1,137 @@
+package billing
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/mail"
+	"verdict/internal/store"
+)
+
+// Resources that usage alerts watch, named as in the usage route's alerts.
+const (
+	ResourceTestRuns = "testRuns"
+	ResourceUsers    = "users"
+	ResourceProjects = "projects"
+	ResourceStorage  = "storage"
+)
+
+var resourceNames = map[string]string{ResourceTestRuns: "test runs", ResourceUsers: "users",
+	ResourceProjects: "projects", ResourceStorage: "storage"}
+
+// Usage is one resource's consumption, checked for alerts after a change.
+type Usage struct {
+	Resource    string
+	Used, Limit int64
+	// Refused says something was just refused for passing the limit (reports dropped): the
+	// alert is raised as reached (critical) whatever Used says, with Note in the e-mail.
+	Refused bool
+	Note    string
+}
+
+// Alerts raises usage alerts: each threshold (50, 80, 90, 100 %) of each resource once per
+// organization and billing period, e-mailed to the organization's admins. The claim and the
+// e-mail are written in the caller's transaction, so an alert exists exactly when the change
+// that caused it commits, and replicas that see the same crossing agree on one e-mail.
+// A nil *Alerts raises nothing.
+type Alerts struct {
+	Renderer *mail.Renderer
+	Notify   func() // wakes the mail sender; nil to wait for its next poll
+	Clock    domain.Clock
+	Log      *slog.Logger
+}
+
+// Check raises the alerts u has reached that were not raised yet this billing period. Only the
+// highest newly reached threshold is e-mailed; lower ones are marked raised with it.
+func (a *Alerts) Check(ctx context.Context, tx store.Store, org *domain.Organization, u Usage) error {
+	if a == nil || u.Limit == domain.Unlimited {
+		return nil
+	}
+	percent := domain.PercentUsed(u.Used, u.Limit)
+	if u.Refused {
+		percent = max(percent, 100)
+	}
+	now := a.Clock()
+	period, _ := domain.BillingPeriod(org, now)
+	highest := 0
+	for _, t := range domain.AlertThresholds {
+		if percent < t {
+			break
+		}
+		claimed, err := tx.UsageAlerts().Claim(ctx, org.ID, u.Resource, t, period, now)
+		if err != nil {
+			return err
+		}
+		if claimed {
+			highest = t
+		}
+	}
+	if highest == 0 {
+		return nil
+	}
+	a.Log.Info("usage alert", "org", org.ID, "resource", u.Resource, "threshold", highest, "used", u.Used, "limit", u.Limit)
+	c, err := a.Renderer.UsageAlert(mail.UsageAlertData{OrganizationName: org.Name, Resource: resourceNames[u.Resource],
+		Percent: highest, Used: u.Used, Limit: u.Limit, Bytes: u.Resource == ResourceStorage, Plan: org.Plan, Note: u.Note})
+	if err != nil {
+		return err
+	}
+	return mailAdmins(ctx, tx, org.ID, c, now, a.Notify)
+}
+
+// CheckAll checks every resource, e.g. after a plan change moved the limits.
+func (a *Alerts) CheckAll(ctx context.Context, tx store.Store, org *domain.Organization) error {
+	if a == nil {
+		return nil
+	}
+	start, _ := domain.BillingPeriod(org, a.Clock())
+	runs, err := tx.Executions().CountSince(ctx, org.ID, start)
+	if err != nil {
+		return err
+	}
+	users, err := tx.Users().CountActive(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	projects, err := tx.Projects().Count(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	l := org.Limits()
+	for _, u := range []Usage{
+		{Resource: ResourceTestRuns, Used: int64(runs), Limit: int64(l.MaxTestRuns)},
+		{Resource: ResourceUsers, Used: int64(users), Limit: int64(l.MaxUsers)},
+		{Resource: ResourceProjects, Used: int64(projects), Limit: int64(l.MaxProjects)},
+		{Resource: ResourceStorage, Used: org.StorageUsedBytes, Limit: l.MaxStorageBytes},
+	} {
+		if err := a.Check(ctx, tx, org, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mailAdmins puts one e-mail to the organization's active admins in the outbox.
+func mailAdmins(ctx context.Context, tx store.Store, orgID string, c mail.Content, now time.Time, notify func()) error {
+	users, err := tx.Users().List(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	var to []string
+	for _, u := range users {
+		if u.Role == domain.RoleAdmin && u.Status == domain.UserActive {
+			to = append(to, u.Email)
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	if err := mail.Enqueue(ctx, tx.Outbox(), c.Message(to...), now); err != nil {
+		return err
+	}
+	if notify != nil {
+		notify() // the sender's claim waits for this transaction on SQLite, or finds it on its next poll
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+// Package billing moves organizations between plans through the payment provider: checkout
+// and customer-portal sessions, the provider's webhook events (each applied once), the
+// e-mails they cause, and usage alerts as consumption nears a plan's limits.
+package billing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/mail"
+	"verdict/internal/store"
+)
+
+// Service is the billing service.
+type Service struct {
+	Store    store.Store
+	Provider Provider // nil when no secret key is configured: billing routes answer 503
+	// WebhookSecret verifies the provider's event signatures; empty: the webhook answers 503.
+	WebhookSecret string
+	Prices        map[domain.Plan]string // plan → the provider's price ID
+	PublicURL     string                 // where checkout and the portal send people back
+	Renderer      *mail.Renderer
+	Notify        func() // wakes the mail sender after e-mails were queued
+	Alerts        *Alerts
+	Clock         domain.Clock
+	Log           *slog.Logger
+}
+
+// Where the provider's pages send people back to, under the public URL.
+const (
+	checkoutSuccessPath = "/" + mail.BillingPath + "?checkout=success&session_id={CHECKOUT_SESSION_ID}"
+	checkoutCancelPath  = "/" + mail.BillingPath + "?checkout=canceled"
+	portalReturnPath    = "/" + mail.BillingPath
+)
+
+var (
+	errNotConfigured = domain.Unavailable("Billing not configured",
+		"Payments are not set up on this server (STRIPE_SECRET_KEY is not set)")
+	errProvider = domain.NewError(502, "Payment provider error",
+		"The payment provider did not accept the request; try again later")
+)
+
+// Configured reports whether the provider's API can be called.
+func (s *Service) Configured() bool { return s.Provider != nil }
+
+// Checkout is a started checkout session.
+type Checkout struct{ URL, SessionID string }
+
+// StartCheckout opens a subscription checkout for a configured price or plan (DECISIONS 20),
+// creating the organization's provider customer on first use.
+func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID, planID string) (*Checkout, error) {
+	if s.Provider == nil {
+		return nil, errNotConfigured
+	}
+	plan, price, err := s.resolvePrice(priceID, planID)
+	if err != nil {
+		return nil, err
+	}
+	org, err := s.Store.Organizations().Get(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	if b := org.Billing; b.ProviderSubscriptionID != nil && b.Status != domain.BillingCanceled {
+		return nil, domain.Conflict("Subscription exists",
+			"The organization already has a subscription; change or cancel it in the customer portal (POST /api/billing/portal)")
+	}
+	customer, err := s.customer(ctx, org, adminEmail)
+	if err != nil {
+		return nil, err
+	}
+	url, id, err := s.Provider.CreateCheckout(ctx, CheckoutRequest{OrganizationID: org.ID, CustomerID: customer,
+		PriceID: price, Plan: plan, SuccessURL: s.PublicURL + checkoutSuccessPath, CancelURL: s.PublicURL + checkoutCancelPath})
+	if err != nil {
+		s.Log.Error("creating a checkout session failed", "org", org.ID, "err", err)
+		return nil, errProvider
+	}
+	return &Checkout{URL: url, SessionID: id}, nil
+}
+
+// resolvePrice maps the request's priceId or planId to a plan and a configured price.
+func (s *Service) resolvePrice(priceID, planID string) (domain.Plan, string, error) {
+	switch {
+	case priceID != "":
+		for plan, id := range s.Prices {
+			if id != "" && id == priceID {
+				return plan, id, nil
+			}
+		}
+		return "", "", domain.BadRequest("Invalid price", "priceId is not one of this server's plan prices")
+	case planID != "":
+		plan := domain.Plan(planID)
+		if plan != domain.PlanTeam && plan != domain.PlanEnterprise {
+			return "", "", domain.BadRequest("Invalid plan", "planId must be team or enterprise")
+		}
+		if s.Prices[plan] == "" {
+			return "", "", domain.Unavailable("Plan not available",
+				"No price is configured for the "+planID+" plan (STRIPE_PRICE_"+strings.ToUpper(planID)+")")
+		}
+		return plan, s.Prices[plan], nil
+	}
+	return "", "", domain.BadRequest("Missing required fields", "priceId or planId is required")
+}
+
+// customer returns the organization's provider customer, creating and storing it on first
+// use. Two admins starting checkouts at once get the same customer: the provider call is
+// idempotent per organization, and the first stored ID wins.
+func (s *Service) customer(ctx context.Context, org *domain.Organization, email string) (string, error) {
+	if org.Billing.ProviderCustomerID != "" {
+		return org.Billing.ProviderCustomerID, nil
+	}
+	id, err := s.Provider.CreateCustomer(ctx, org.ID, org.Name, email)
+	if err != nil {
+		s.Log.Error("creating the payment provider's customer failed", "org", org.ID, "err", err)
+		return "", errProvider
+	}
+	err = s.Store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Organizations().Lock(ctx, org.ID); err != nil {
+			return err
+		}
+		cur, err := tx.Organizations().Get(ctx, org.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Billing.ProviderCustomerID != "" {
+			id = cur.Billing.ProviderCustomerID
+			return nil
+		}
+		cur.Billing.ProviderCustomerID = id
+		return tx.Organizations().UpdatePlan(ctx, org.ID, cur.Plan, cur.Billing)
+	})
+	if errors.Is(err, store.ErrConflict) {
+		// The provider gave an ID another organization holds: never link two tenants to one customer.
+		s.Log.Error("payment provider customer already linked to another organization", "org", org.ID, "customer", id)
+		return "", errProvider
+	}
+	return id, err
+}
+
+// OpenPortal opens the provider's customer portal, where admins change plan, payment method
+// and invoices.
+func (s *Service) OpenPortal(ctx context.Context, orgID string) (string, error) {
+	if s.Provider == nil {
+		return "", errNotConfigured
+	}
+	org, err := s.Store.Organizations().Get(ctx, orgID)
+	if err != nil {
+		return "", err
+	}
+	if org.Billing.ProviderCustomerID == "" {
+		return "", domain.BadRequest("No billing account", "The organization has no billing account yet; start a checkout first")
+	}
+	url, err := s.Provider.CreatePortal(ctx, org.Billing.ProviderCustomerID, s.PublicURL+portalReturnPath)
+	if err != nil {
+		s.Log.Error("creating a customer portal session failed", "org", org.ID, "err", err)
+		return "", errProvider
+	}
+	return url, nil
+}
+
+// Subscription is the organization's plan and subscription as Verdict knows it.
+type Subscription struct {
+	Plan                   domain.Plan
+	Billing                domain.Billing
+	PeriodStart, PeriodEnd time.Time // the current billing period (calendar month without a subscription)
+	Limits                 domain.Limits
+	StorageUsed            int64
+}
+
+// Subscription reads the organization's subscription.
+func (s *Service) Subscription(ctx context.Context, orgID string) (*Subscription, error) {
+	if s.Provider == nil {
+		return nil, errNotConfigured
+	}
+	org, err := s.Store.Organizations().Get(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	start, end := domain.BillingPeriod(org, s.Clock())
+	return &Subscription{Plan: org.Plan, Billing: org.Billing, PeriodStart: start, PeriodEnd: end,
+		Limits: org.Limits(), StorageUsed: org.StorageUsedBytes}, nil
+}

@@ -61,7 +61,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func smtpTo(t *testing.T, srv *smtpServer) *SMTPSender {
+func smtpTo(t *testing.T, srv *testenv.SMTPServer) *SMTPSender {
 	t.Helper()
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, From: "noreply@verdict.test", TLS: TLSNone, Timeout: 5 * time.Second})
 	if err != nil {
@@ -112,7 +112,7 @@ func getMail(t *testing.T, st store.Store, id string) *store.Mail {
 func TestOutboxRetriesWithBackoffThenSends(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		srv := startSMTP(t, smtpOptions{rejectN: 2})
+		srv := testenv.StartSMTP(t, testenv.SMTPOptions{RejectN: 2})
 		clock := newTestClock()
 		var logs lockedBuffer
 		w := &Worker{Repo: st.Outbox(), Sender: smtpTo(t, srv), Clock: clock.Now,
@@ -161,14 +161,14 @@ func TestOutboxRetriesWithBackoffThenSends(t *testing.T) {
 		clock.Advance(2 * time.Hour)
 		claimAndCheck(0) // a sent mail is never sent again
 
-		if got := srv.dataAttempts(); got != 3 {
+		if got := srv.DataAttempts(); got != 3 {
 			t.Errorf("server saw %d deliveries, want 3", got)
 		}
-		msgs := srv.messages()
+		msgs := srv.Messages()
 		if len(msgs) != 1 {
 			t.Fatalf("server accepted %d messages, want 1", len(msgs))
 		}
-		p := parseMIME(t, msgs[0].Data)
+		p := testenv.ParseMail(t, msgs[0].Data)
 		if p.Subject != c.Subject || !strings.Contains(p.Parts["text/plain"], link) || !strings.Contains(p.Parts["text/html"], link) {
 			t.Errorf("delivered message differs: subject %q", p.Subject)
 		}
@@ -190,7 +190,7 @@ func TestOutboxRetriesWithBackoffThenSends(t *testing.T) {
 func TestOutboxGivesUpAfterMaxAttempts(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		srv := startSMTP(t, smtpOptions{rejectN: 1000})
+		srv := testenv.StartSMTP(t, testenv.SMTPOptions{RejectN: 1000})
 		clock := newTestClock()
 		var logs lockedBuffer
 		w := &Worker{Repo: st.Outbox(), Sender: smtpTo(t, srv), Clock: clock.Now,
@@ -209,7 +209,7 @@ func TestOutboxGivesUpAfterMaxAttempts(t *testing.T) {
 			}
 			clock.Advance(2 * time.Hour) // beyond any backoff
 		}
-		if got := srv.dataAttempts(); got != MaxAttempts {
+		if got := srv.DataAttempts(); got != MaxAttempts {
 			t.Fatalf("server saw %d attempts, want %d", got, MaxAttempts)
 		}
 		want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute,
@@ -260,7 +260,7 @@ func TestEnqueueBelongsToTheCallersTransaction(t *testing.T) {
 func TestOutboxWorkersShareTheQueue(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		srv := startSMTP(t, smtpOptions{})
+		srv := testenv.StartSMTP(t, testenv.SMTPOptions{})
 		sender := smtpTo(t, srv)
 		const total = 12
 		for i := range total {
@@ -287,8 +287,8 @@ func TestOutboxWorkersShareTheQueue(t *testing.T) {
 		}
 		wg.Wait()
 		seen := map[string]int{}
-		for _, m := range srv.messages() {
-			seen[parseMIME(t, m.Data).Subject]++
+		for _, m := range srv.Messages() {
+			seen[testenv.ParseMail(t, m.Data).Subject]++
 		}
 		if len(seen) != total {
 			t.Errorf("%d distinct mails delivered, want %d", len(seen), total)
@@ -304,7 +304,7 @@ func TestOutboxWorkersShareTheQueue(t *testing.T) {
 // Run sends at once when notified, without waiting for its poll, and stops with its context.
 func TestWorkerRunWakesOnNotify(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		srv := startSMTP(t, smtpOptions{})
+		srv := testenv.StartSMTP(t, testenv.SMTPOptions{})
 		w := &Worker{Repo: st.Outbox(), Sender: smtpTo(t, srv), PollInterval: time.Hour}
 		w.Notify() // a wake-up before Run starts is kept, not lost
 		ctx, cancel := context.WithCancel(context.Background())
@@ -317,7 +317,7 @@ func TestWorkerRunWakesOnNotify(t *testing.T) {
 		}
 		w.Notify()
 		deadline := time.Now().Add(10 * time.Second)
-		for len(srv.messages()) == 0 {
+		for len(srv.Messages()) == 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("no mail 10 s after Notify")
 			}

@@ -3,79 +3,16 @@ package mail
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net"
-	netmail "net/mail"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"verdict/internal/testenv"
 )
-
-// parsed is a received message split into the headers and parts the tests check.
-type parsed struct {
-	Subject, From, To string
-	MessageID         string
-	AutoSubmitted     string
-	Parts             map[string]string // media type → decoded body
-	Order             []string          // media types in order
-}
-
-func parseMIME(t *testing.T, raw []byte) parsed {
-	t.Helper()
-	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("read message: %v", err)
-	}
-	var dec mime.WordDecoder
-	subject, err := dec.DecodeHeader(msg.Header.Get("Subject"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := parsed{Subject: subject, From: msg.Header.Get("From"), To: msg.Header.Get("To"), Parts: map[string]string{},
-		MessageID: msg.Header.Get("Message-Id"), AutoSubmitted: msg.Header.Get("Auto-Submitted")}
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mt != "multipart/alternative" {
-		t.Fatalf("Content-Type = %s, want multipart/alternative", mt)
-	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := mr.NextPart() // decodes quoted-printable itself
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(part)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
-			if body, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(body)), "")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		pt, pparams, err := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.EqualFold(pparams["charset"], "utf-8") {
-			t.Errorf("%s part charset = %q, want UTF-8", pt, pparams["charset"])
-		}
-		p.Parts[pt] = strings.ReplaceAll(string(body), "\r\n", "\n")
-		p.Order = append(p.Order, pt)
-	}
-	return p
-}
 
 func testInvitation(t *testing.T) (Content, string) {
 	t.Helper()
@@ -93,7 +30,7 @@ func testInvitation(t *testing.T) (Content, string) {
 }
 
 func TestSMTPSenderDeliversBothPartsWithAuth(t *testing.T) {
-	srv := startSMTP(t, smtpOptions{user: "mailer", pass: "s3cret"})
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{User: "mailer", Pass: "s3cret"})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, Username: "mailer", Password: "s3cret",
 		From: "Verdict <noreply@verdict.test>", TLS: TLSNone, Timeout: 5 * time.Second})
 	if err != nil {
@@ -104,7 +41,7 @@ func TestSMTPSenderDeliversBothPartsWithAuth(t *testing.T) {
 	if err := s.Send(context.Background(), c.Message(to...)); err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("server got %d messages, want 1", len(msgs))
 	}
@@ -115,7 +52,7 @@ func TestSMTPSenderDeliversBothPartsWithAuth(t *testing.T) {
 	if !slices.Equal(got.To, to) {
 		t.Errorf("RCPT TO = %v, want %v", got.To, to)
 	}
-	p := parseMIME(t, got.Data)
+	p := testenv.ParseMail(t, got.Data)
 	if p.Subject != "Ada Admin invited you to join Acme Ünited on Verdict" {
 		t.Errorf("Subject = %q", p.Subject)
 	}
@@ -141,7 +78,7 @@ func TestSMTPSenderDeliversBothPartsWithAuth(t *testing.T) {
 }
 
 func TestSMTPSenderWrongPasswordFails(t *testing.T) {
-	srv := startSMTP(t, smtpOptions{user: "mailer", pass: "s3cret"})
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{User: "mailer", Pass: "s3cret"})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, Username: "mailer", Password: "wrong",
 		From: "noreply@verdict.test", TLS: TLSNone, Timeout: 5 * time.Second})
 	if err != nil {
@@ -155,13 +92,13 @@ func TestSMTPSenderWrongPasswordFails(t *testing.T) {
 	if strings.Contains(err.Error(), "wrong") {
 		t.Errorf("error reveals the password: %v", err)
 	}
-	if n := len(srv.messages()); n != 0 {
+	if n := len(srv.Messages()); n != 0 {
 		t.Errorf("server got %d messages", n)
 	}
 }
 
 func TestSMTPSenderRejectionIsAnError(t *testing.T) {
-	srv := startSMTP(t, smtpOptions{rejectN: 1})
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{RejectN: 1})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, From: "noreply@verdict.test", TLS: TLSNone})
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +111,8 @@ func TestSMTPSenderRejectionIsAnError(t *testing.T) {
 }
 
 func TestSMTPSenderStartTLS(t *testing.T) {
-	serverTLS, clientTLS := selfSignedTLS(t)
-	srv := startSMTP(t, smtpOptions{user: "mailer", pass: "s3cret", tls: serverTLS})
+	serverTLS, clientTLS := testenv.SelfSignedTLS(t)
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{User: "mailer", Pass: "s3cret", TLS: serverTLS})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, Username: "mailer", Password: "s3cret",
 		From: "noreply@verdict.test", TLS: TLSStartTLS, TLSConfig: clientTLS, Timeout: 5 * time.Second})
 	if err != nil {
@@ -185,15 +122,15 @@ func TestSMTPSenderStartTLS(t *testing.T) {
 	if err := s.Send(context.Background(), c.Message("invitee@example.com")); err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	if len(msgs) != 1 || !msgs[0].TLS {
 		t.Fatalf("want one message received over TLS, got %+v", msgs)
 	}
 }
 
 func TestSMTPSenderImplicitTLS(t *testing.T) {
-	serverTLS, clientTLS := selfSignedTLS(t)
-	srv := startSMTP(t, smtpOptions{user: "mailer", pass: "s3cret", tls: serverTLS, implicit: true})
+	serverTLS, clientTLS := testenv.SelfSignedTLS(t)
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{User: "mailer", Pass: "s3cret", TLS: serverTLS, Implicit: true})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, Username: "mailer", Password: "s3cret",
 		From: "noreply@verdict.test", TLS: TLSImplicit, TLSConfig: clientTLS, Timeout: 5 * time.Second})
 	if err != nil {
@@ -203,7 +140,7 @@ func TestSMTPSenderImplicitTLS(t *testing.T) {
 	if err := s.Send(context.Background(), c.Message("invitee@example.com")); err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	if len(msgs) != 1 || !msgs[0].TLS {
 		t.Fatalf("want one message received over TLS, got %+v", msgs)
 	}
@@ -212,7 +149,7 @@ func TestSMTPSenderImplicitTLS(t *testing.T) {
 // With starttls configured, a server that does not offer STARTTLS must not get the mail (or
 // the password) in clear text.
 func TestSMTPSenderStartTLSIsNotDowngraded(t *testing.T) {
-	srv := startSMTP(t, smtpOptions{})
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{})
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: srv.Port, From: "noreply@verdict.test", TLS: TLSStartTLS, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +158,7 @@ func TestSMTPSenderStartTLSIsNotDowngraded(t *testing.T) {
 	if err := s.Send(context.Background(), c.Message("invitee@example.com")); err == nil {
 		t.Fatal("sent without STARTTLS")
 	}
-	if n := len(srv.messages()); n != 0 {
+	if n := len(srv.Messages()); n != 0 {
 		t.Errorf("server got %d messages", n)
 	}
 }

@@ -91,7 +91,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) webhookTest(w http.ResponseWriter, r *http.Request) {
-	provider, secret := s.billing.Configured(), s.billing.WebhookSecret != ""
+	provider, secret := s.billing.Configured(), s.billing.WebhookConfigured()
 	msg := "Webhook endpoint is reachable"
 	if !secret {
 		msg += "; STRIPE_WEBHOOK_SECRET is not set, so events are refused"

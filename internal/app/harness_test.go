@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"verdict/internal/api"
 	"verdict/internal/app"
 	"verdict/internal/config"
+	"verdict/internal/store"
 	"verdict/internal/testenv"
 )
 
@@ -26,6 +28,9 @@ type harness struct {
 	app   *app.App
 	srv   *httptest.Server
 	clock *testenv.Clock
+
+	mails     []store.Mail // the outbox as read so far (reading claims, so it is kept)
+	mailReads int
 }
 
 type harnessOpts struct {
@@ -36,6 +41,8 @@ type harnessOpts struct {
 	realClock  bool // runs: timestamps and leases on the real clock
 	workers    bool // start the runner, reaper and mail sender
 	lease      time.Duration
+	// databaseURL shares a PostgreSQL database with another harness (two replicas).
+	databaseURL string
 }
 
 func generousLimits() api.RateLimits {
@@ -56,7 +63,10 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		"VERDICT_PUBLIC_URL": "http://verdict.test",
 		"VERDICT_LOG_LEVEL":  "error",
 	}
-	if o.dialect == "postgres" {
+	switch {
+	case o.databaseURL != "":
+		env["DATABASE_URL"] = o.databaseURL
+	case o.dialect == "postgres":
 		env["DATABASE_URL"] = testenv.PostgresDB(t)
 	}
 	if o.redis {
@@ -212,14 +222,29 @@ func (h *harness) signup(email, org string) account {
 
 var tokenInMail = regexp.MustCompile(`token=([0-9a-f]{64})`)
 
-// lastMailTo returns the text of the newest outbox mail to addr.
-func (h *harness) lastMailTo(addr string) (subject, text string) {
+// outbox returns every mail queued so far, oldest first. Reading claims the mails with a
+// lease far in the future, so the harness keeps what it read; don't run the mail sender with it.
+func (h *harness) outbox() []store.Mail {
 	h.t.Helper()
-	mails, err := h.app.Store.Outbox().Claim(context.Background(), h.clock.Now().Add(time.Hour), h.clock.Now().Add(2*time.Hour), 1000)
+	h.mailReads++
+	// Each read looks past the leases of the previous ones.
+	now := h.clock.Now().AddDate(1, 0, 2*h.mailReads)
+	got, err := h.app.Store.Outbox().Claim(context.Background(), now, now.AddDate(0, 0, 1), 100000)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for _, m := range mails {
+	for _, m := range got {
+		if !slices.ContainsFunc(h.mails, func(o store.Mail) bool { return o.ID == m.ID }) {
+			h.mails = append(h.mails, m)
+		}
+	}
+	return h.mails
+}
+
+// lastMailTo returns the subject and text of the newest outbox mail to addr.
+func (h *harness) lastMailTo(addr string) (subject, text string) {
+	h.t.Helper()
+	for _, m := range h.outbox() {
 		for _, to := range m.To {
 			if to == addr {
 				subject, text = m.Subject, m.Text

@@ -45,7 +45,10 @@ var (
 )
 
 // Configured reports whether the provider's API can be called.
-func (s *Service) Configured() bool { return s.Provider != nil }
+func (s *Service) Configured() bool { return s != nil && s.Provider != nil }
+
+// WebhookConfigured reports whether provider events can be verified.
+func (s *Service) WebhookConfigured() bool { return s != nil && s.WebhookSecret != "" }
 
 // Checkout is a started checkout session.
 type Checkout struct{ URL, SessionID string }
@@ -53,7 +56,7 @@ type Checkout struct{ URL, SessionID string }
 // StartCheckout opens a subscription checkout for a configured price or plan (DECISIONS 20),
 // creating the organization's provider customer on first use.
 func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID, planID string) (*Checkout, error) {
-	if s.Provider == nil {
+	if !s.Configured() {
 		return nil, errNotConfigured
 	}
 	plan, price, err := s.resolvePrice(priceID, planID)
@@ -143,7 +146,7 @@ func (s *Service) customer(ctx context.Context, org *domain.Organization, email 
 // OpenPortal opens the provider's customer portal, where admins change plan, payment method
 // and invoices.
 func (s *Service) OpenPortal(ctx context.Context, orgID string) (string, error) {
-	if s.Provider == nil {
+	if !s.Configured() {
 		return "", errNotConfigured
 	}
 	org, err := s.Store.Organizations().Get(ctx, orgID)
@@ -172,7 +175,7 @@ type Subscription struct {
 
 // Subscription reads the organization's subscription.
 func (s *Service) Subscription(ctx context.Context, orgID string) (*Subscription, error) {
-	if s.Provider == nil {
+	if !s.Configured() {
 		return nil, errNotConfigured
 	}
 	org, err := s.Store.Organizations().Get(ctx, orgID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stripe/stripe-go/v86"
@@ -44,7 +45,7 @@ type WebhookResult struct {
 // a redelivery, even a concurrent one, finds the entry and changes nothing, and a crash before
 // the commit leaves neither, so the provider's retry applies it then.
 func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature string) (*WebhookResult, error) {
-	if s.WebhookSecret == "" {
+	if !s.WebhookConfigured() {
 		return nil, errNoWebhookSecret
 	}
 	if signature == "" {
@@ -239,7 +240,7 @@ func (c *change) paymentSucceeded(inv *stripe.Invoice) {
 		paid = time.Unix(inv.StatusTransitions.PaidAt, 0).UTC()
 	}
 	if c.b.LastPaymentDate == nil || !paid.Before(*c.b.LastPaymentDate) {
-		amount := float64(inv.AmountPaid) / 100 // major units of the (two-decimal) currency
+		amount := float64(inv.AmountPaid) / math.Pow10(mail.CurrencyDecimals(string(inv.Currency))) // major units
 		c.b.LastPaymentDate, c.b.LastPaymentAmount = &paid, &amount
 	}
 	c.setStatus(domain.BillingActive)
@@ -250,6 +251,9 @@ func (c *change) paymentSucceeded(inv *stripe.Invoice) {
 func (c *change) paymentFailed(inv *stripe.Invoice) {
 	if c.b.LastPaymentAttempt == nil || c.at.After(*c.b.LastPaymentAttempt) {
 		c.b.LastPaymentAttempt = &c.at
+	}
+	if !c.newer(c.b.StatusAt) {
+		return // a notice older than the state applied (e.g. a later payment went through)
 	}
 	c.setStatus(domain.BillingPastDue)
 	c.s.Log.Warn("payment failed: needs manual review", "org", c.org.ID, "invoice", inv.ID,

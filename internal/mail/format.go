@@ -26,13 +26,7 @@ func setOf(codes ...string) map[string]bool {
 // FormatMoney formats an amount in the currency's minor unit, e.g. (9900, "usd") → "99.00 USD".
 func FormatMoney(minor int64, currency string) string {
 	cur := strings.ToUpper(currency)
-	decimals := 2
-	switch {
-	case zeroDecimal[cur]:
-		decimals = 0
-	case threeDecimal[cur]:
-		decimals = 3
-	}
+	decimals := CurrencyDecimals(cur)
 	sign := ""
 	if minor < 0 {
 		sign, minor = "-", -minor
@@ -47,6 +41,18 @@ func FormatMoney(minor int64, currency string) string {
 		s = group(s)
 	}
 	return strings.TrimSpace(sign + s + " " + cur)
+}
+
+// CurrencyDecimals is how many decimals a currency's minor unit has (2 for most, 0 for JPY).
+func CurrencyDecimals(currency string) int {
+	cur := strings.ToUpper(currency)
+	switch {
+	case zeroDecimal[cur]:
+		return 0
+	case threeDecimal[cur]:
+		return 3
+	}
+	return 2
 }
 
 // formatCount shows a limit or usage figure: "unlimited", "1,000" or, for bytes, "1.5 GiB".

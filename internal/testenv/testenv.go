@@ -20,8 +20,9 @@ import (
 
 // Defaults match scripts/services.sh.
 const (
-	DefaultPostgres = "postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable"
-	DefaultRedis    = "redis://127.0.0.1:56379/0"
+	DefaultPostgres   = "postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable"
+	DefaultRedis      = "redis://127.0.0.1:56379/0"
+	DefaultStripeMock = "http://127.0.0.1:12111"
 )
 
 func env(name, def string) string {
@@ -87,6 +88,14 @@ func RedisURL(t testing.TB) string {
 	t.Helper()
 	u := env("VERDICT_TEST_REDIS", DefaultRedis)
 	reachable(t, "Redis", u)
+	return u
+}
+
+// StripeMock returns the address of stripe-mock, the payment provider's own mock API server.
+func StripeMock(t testing.TB) string {
+	t.Helper()
+	u := env("VERDICT_TEST_STRIPE", DefaultStripeMock)
+	reachable(t, "stripe-mock", u)
 	return u
 }
 

@@ -94,3 +94,43 @@ func TestTransactionalEmailsOverSMTP(t *testing.T) {
 	h.deliver(event("evt_del", "customer.subscription.deleted", now.Add(3*time.Minute), subscriptionObject("sub_1", "cus_mail", priceTeam, now)))
 	check("Your Verdict subscription for Mail Co was canceled", admins, "Mail Co", "http://verdict.test/settings/billing")
 }
+
+// A run whose reports would pass the storage limit keeps its status, its reports are dropped
+// with a note, and the admins get the critical (100 %) storage alert (DECISIONS 13).
+func TestStorageLimitDropRaisesCriticalAlert(t *testing.T) {
+	testenv.DockerHost(t)
+	srv := testenv.StartSMTP(t, testenv.SMTPOptions{})
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 2 * time.Second,
+		env: map[string]string{"SMTP_HOST": "127.0.0.1", "SMTP_PORT": fmt.Sprint(srv.Port), "SMTP_TLS": "none"}})
+	admin := h.signup("ada@example.com", "Full Co")
+	limit := h.org(admin.orgID).Limits().MaxStorageBytes
+	if err := h.app.Store.Organizations().AddStorageUsed(t.Context(), admin.orgID, limit-100); err != nil {
+		t.Fatal(err)
+	}
+	task := h.queue(bearer(admin.token), map[string]any{"image": passImage})
+	r := h.waitFor(bearer(admin.token), task, 60*time.Second, final)
+	if r.str("execution", "status") != "PASSED" || !strings.Contains(fmt.Sprint(r.get("execution", "notes")), "reports were dropped") ||
+		r.get("execution", "reportBytes") != float64(0) {
+		t.Fatalf("run: %s", r.raw)
+	}
+	if used := h.org(admin.orgID).StorageUsedBytes; used != limit-100 {
+		t.Fatalf("storage used %d, want %d", used, limit-100)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		for _, m := range srv.Messages() {
+			p := testenv.ParseMail(t, m.Data)
+			if p.Subject == "Full Co has used 100% of its storage limit" {
+				if !strings.Contains(p.Parts["text/plain"], "The reports of run "+task+" were dropped") ||
+					!slices.Equal(m.To, []string{"ada@example.com"}) {
+					t.Fatalf("alert to %v: %s", m.To, p.Parts["text/plain"])
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no storage alert; %d messages", len(srv.Messages()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -31,7 +31,7 @@ const (
 
 // billingEnv configures the payment provider: the API is stripe-mock (behind recorder when
 // given, which sees every request the client makes).
-func billingEnv(t *testing.T, recorder *providerRecorder) map[string]string {
+func billingEnv(t testing.TB, recorder *providerRecorder) map[string]string {
 	base := testenv.StripeMock(t)
 	if recorder != nil {
 		base = recorder.start(t, base)
@@ -52,7 +52,7 @@ type providerRequest struct {
 	Form url.Values
 }
 
-func (p *providerRecorder) start(t *testing.T, target string) string {
+func (p *providerRecorder) start(t testing.TB, target string) string {
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,10 @@ var resourceNames = map[string]string{ResourceTestRuns: "test runs", ResourceUse
 type Usage struct {
 	Resource    string
 	Used, Limit int64
+	// Before is the figure before the change. Thresholds it had already reached were raised
+	// by the change that reached them, so they are not claimed again: once usage is past a
+	// threshold, adding to it costs no write. Zero checks every threshold (after a plan change).
+	Before int64
 	// Refused says something was just refused for passing the limit (reports dropped): the
 	// alert is raised as reached (critical) whatever Used says, with Note in the e-mail.
 	Refused bool
@@ -49,15 +53,18 @@ func (a *Alerts) Check(ctx context.Context, tx store.Store, org *domain.Organiza
 	if a == nil || u.Limit == domain.Unlimited {
 		return nil
 	}
-	percent := domain.PercentUsed(u.Used, u.Limit)
+	reached, was := domain.CrossedThreshold(u.Used, u.Limit), domain.CrossedThreshold(u.Before, u.Limit)
 	if u.Refused {
-		percent = max(percent, 100)
+		reached, was = 100, 0
+	}
+	if reached <= was {
+		return nil // no threshold newly reached: the common case, without a query
 	}
 	now := a.Clock()
 	period, _ := domain.BillingPeriod(org, now)
 	highest := 0
 	for _, t := range domain.AlertThresholds {
-		if percent < t {
+		if t > reached {
 			break
 		}
 		claimed, err := tx.UsageAlerts().Claim(ctx, org.ID, u.Resource, t, period, now)

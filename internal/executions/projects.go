@@ -64,7 +64,7 @@ func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in P
 			return conflict(err)
 		}
 		return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceProjects,
-			Used: int64(n + 1), Limit: int64(org.Limits().MaxProjects)})
+			Used: int64(n + 1), Before: int64(n), Limit: int64(org.Limits().MaxProjects)})
 	})
 	if err != nil {
 		return nil, err

@@ -187,7 +187,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 				return err
 			}
 			return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
-				Used: int64(used + 1), Limit: int64(limits.MaxTestRuns)})
+				Used: int64(used + 1), Before: int64(used), Limit: int64(limits.MaxTestRuns)})
 		}
 	})
 	if err != nil {

@@ -170,7 +170,7 @@ func (s *Service) membersJoined(ctx context.Context, tx store.Store, org *domain
 		return err
 	}
 	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceUsers, Used: int64(active),
-		Limit: int64(org.Limits().MaxUsers)})
+		Before: int64(active - 1), Limit: int64(org.Limits().MaxUsers)})
 }
 
 // Login checks the credentials, honouring the lockout, and opens a session.

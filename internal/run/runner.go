@@ -185,7 +185,8 @@ func (r *Runner) countStorage(ctx context.Context, orgID string, u billing.Usage
 		if err != nil {
 			return err
 		}
-		u.Resource, u.Used, u.Limit = billing.ResourceStorage, org.StorageUsedBytes, org.Limits().MaxStorageBytes
+		u.Resource, u.Before = billing.ResourceStorage, org.StorageUsedBytes-u.Used
+		u.Used, u.Limit = org.StorageUsedBytes, org.Limits().MaxStorageBytes
 		return r.Alerts.Check(ctx, tx, org, u)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"verdict/internal/api"
 	"verdict/internal/domain"
 )
 
@@ -15,7 +14,8 @@ import (
 // organization: whatever the body, the answer is a 2xx or a 4xx with the SPEC's error body,
 // never a 5xx. Run longer with: go test -run '^$' -fuzz FuzzRequestBodies ./internal/app
 func FuzzRequestBodies(f *testing.F) {
-	h := newHarness(f, harnessOpts{dialect: "sqlite", env: billingEnv(f, nil), rateLimits: unlimited()})
+	// The harness clock never moves, so no rate-limit window would ever reset: lift the limits.
+	h := newHarness(f, harnessOpts{dialect: "sqlite", env: billingEnv(f, nil), rateLimits: limitsAt(1 << 40)})
 	admin := h.signup("fuzz@example.com", "Fuzz Co")
 	routes := []struct{ method, path string }{
 		{"POST", "/api/auth/signup"}, {"POST", "/api/auth/login"}, {"POST", "/api/auth/api-keys"},
@@ -61,7 +61,7 @@ func FuzzRequestBodies(f *testing.F) {
 // webhook: whatever the event says, the answer is 200 or a 400 with the error body, never a
 // 5xx. Run longer with: go test -run '^$' -fuzz FuzzWebhookEvents ./internal/app
 func FuzzWebhookEvents(f *testing.F) {
-	h := newHarness(f, harnessOpts{dialect: "sqlite", env: billingEnv(f, nil), rateLimits: unlimited()})
+	h := newHarness(f, harnessOpts{dialect: "sqlite", env: billingEnv(f, nil), rateLimits: limitsAt(1 << 40)})
 	admin := h.signup("fuzz@example.com", "Fuzz Co")
 	h.linkCustomer(admin.orgID, "cus_fuzz")
 	at := h.clock.Now()
@@ -95,15 +95,4 @@ func FuzzWebhookEvents(f *testing.F) {
 			t.Fatalf("webhook with %q: %d %s", body, w.Code, w.Body)
 		}
 	})
-}
-
-// unlimited lifts the rate limits out of a fuzzer's reach: its clock never moves, so no window
-// would ever reset.
-func unlimited() api.RateLimits {
-	l := api.DefaultRateLimits()
-	for k, r := range l {
-		r.Limit = 1 << 40
-		l[k] = r
-	}
-	return l
 }

@@ -45,10 +45,13 @@ type harnessOpts struct {
 	databaseURL string
 }
 
-func generousLimits() api.RateLimits {
+func generousLimits() api.RateLimits { return limitsAt(100000) }
+
+// limitsAt is the SPEC's rate-limit buckets, each allowing n requests per window.
+func limitsAt(n int) api.RateLimits {
 	l := api.DefaultRateLimits()
 	for k, r := range l {
-		r.Limit = 100000
+		r.Limit = n
 		l[k] = r
 	}
 	return l

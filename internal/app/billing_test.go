@@ -510,8 +510,9 @@ func TestDowngradeRefusesNewUseUntilItFits(t *testing.T) {
 		for i := range 3 {
 			expect(t, h.do("POST", "/api/projects", bearer(admin.token), map[string]any{"name": fmt.Sprintf("P%d", i), "image": "img"}), 201, "")
 		}
+		var members []account
 		for _, email := range []string{"a@example.com", "b@example.com", "c@example.com"} {
-			h.join(admin, email, "developer")
+			members = append(members, h.join(admin, email, "developer"))
 		}
 		for range 101 {
 			h.queue(bearer(admin.token), map[string]any{"image": "img"})
@@ -532,6 +533,14 @@ func TestDowngradeRefusesNewUseUntilItFits(t *testing.T) {
 		}
 		expect(t, h.do("POST", "/api/projects", bearer(admin.token), map[string]any{"name": "P9", "image": "img"}), 403, "Project limit reached")
 		expect(t, h.do("POST", "/api/invitations", bearer(admin.token), map[string]any{"email": "d@example.com", "role": "viewer"}), 403, "User limit reached")
+		// Suspending makes room for no one new; bringing a member back needs a free seat.
+		status := func(u account, s string) resp {
+			return h.do("PATCH", "/api/users/"+u.id+"/status", bearer(admin.token), map[string]any{"status": s})
+		}
+		expect(t, status(members[0], "suspended"), 200, "")
+		expect(t, status(members[1], "suspended"), 200, "")
+		expect(t, status(members[0], "active"), 200, "") // 3 of 3
+		expect(t, status(members[1], "active"), 403, "User limit reached")
 		r := h.do("POST", "/api/executions", bearer(admin.token), map[string]any{"image": "img"})
 		expect(t, r, 403, "Test run limit exceeded")
 		if r.get("usage", "used") != float64(101) || r.get("usage", "limit") != float64(100) {

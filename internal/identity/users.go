@@ -73,9 +73,27 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 	return s.changeMember(ctx, p, id, status == domain.UserSuspended,
 		"Cannot suspend the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
 			old := u.Status
+			var org *domain.Organization // set when a suspended member comes back
+			if old == domain.UserSuspended && status == domain.UserActive {
+				// A reactivated member takes a seat again, like one who joins.
+				var err error
+				if org, err = tx.Organizations().Get(ctx, p.OrgID); err != nil {
+					return "", nil, err
+				}
+				if err := s.seatAvailable(ctx, tx, org, 0); err != nil {
+					return "", nil, err
+				}
+			}
 			u.Status = status
-			return "user.status_changed", map[string]any{"from": old, "to": status, "email": u.Email},
-				tx.Users().UpdateStatus(ctx, p.OrgID, id, status)
+			if err := tx.Users().UpdateStatus(ctx, p.OrgID, id, status); err != nil {
+				return "", nil, err
+			}
+			if org != nil {
+				if err := s.membersJoined(ctx, tx, org); err != nil {
+					return "", nil, err
+				}
+			}
+			return "user.status_changed", map[string]any{"from": old, "to": status, "email": u.Email}, nil
 		})
 }
 

@@ -160,13 +160,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Log:     log,
 	})
 
-	hub, err := realtime.New(realtime.Options{Authenticate: socketAuth(jwt, ids), RedisURL: cfg.RedisURL,
+	hub, err := realtime.New(realtime.Options{Authenticate: socketAuth(jwt, ids, clock), RedisURL: cfg.RedisURL,
 		RedisPrefix: strings.TrimSuffix(o.RedisPrefix, ":"), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("realtime: %w", err)
 	}
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
+	ids.SetSessionEnder(hub.EndUserSessions)
 	events := hubEvents{hub: hub, clock: clock}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}

@@ -120,3 +120,46 @@ func TestLiveUpdates(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// TestLiveSessionsEndWithAccess: a socket stops with its user's access to the organization:
+// suspension and moving to another organization send auth-error and end it at once, so it
+// hears none of the organization's later events.
+func TestLiveSessionsEndWithAccess(t *testing.T) {
+	h := newHarness(t, harnessOpts{dialect: "sqlite", env: map[string]string{"VERDICT_RUNNER": "none"}})
+	admin := h.signup("ada@example.com", "Live Co")
+	dev := h.join(admin, "dev@example.com", "developer")
+	mover := h.signup("bob@example.com", "Old Co")
+	evAdmin := dialSocket(t, h.srv.URL, admin.token)
+	evDev := dialSocket(t, h.srv.URL, dev.token)
+	evMover := dialSocket(t, h.srv.URL, mover.token)
+	for _, ev := range []chan sioEvent{evAdmin, evDev, evMover} {
+		if e := nextEvent(t, ev, 10*time.Second); e.name != "auth-success" {
+			t.Fatalf("auth: %+v", e)
+		}
+	}
+
+	expect(t, h.do("PATCH", "/api/users/"+dev.id+"/status", bearer(admin.token), map[string]any{"status": "suspended"}), 200, "")
+	if e := nextEvent(t, evDev, 10*time.Second); e.name != "auth-error" || !strings.Contains(fmt.Sprint(e.data["error"]), "Session ended") {
+		t.Fatalf("suspended member's socket: %+v", e)
+	}
+
+	h.clock.Advance(time.Second) // the invitation is the newest mail to the mover
+	_, token := h.invite(admin, mover.email, "viewer")
+	expect(t, h.do("POST", "/api/invitations/accept", bearer(mover.token), map[string]any{"token": token}), 200, "")
+	if e := nextEvent(t, evMover, 10*time.Second); e.name != "auth-error" {
+		t.Fatalf("moved member's old socket: %+v", e)
+	}
+
+	// Later events reach the admin only.
+	h.queue(bearer(admin.token), map[string]any{"image": "img"})
+	if e := nextEvent(t, evAdmin, 10*time.Second); e.name != "execution-updated" {
+		t.Fatalf("admin: %+v", e)
+	}
+	select {
+	case e := <-evDev:
+		t.Fatalf("suspended member still hears: %+v", e)
+	case e := <-evMover:
+		t.Fatalf("moved member's old socket still hears: %+v", e)
+	case <-time.After(500 * time.Millisecond):
+	}
+}

@@ -29,7 +29,7 @@ func (h hubEvents) ExecutionLog(orgID, taskID, chunk string) {
 }
 
 // socketAuth verifies a handshake's JWT and re-reads the user, like every REST request.
-func socketAuth(tokens *auth.Tokens, ids *identity.Service) realtime.Authenticator {
+func socketAuth(tokens *auth.Tokens, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
 	return func(ctx context.Context, token string) (realtime.Identity, error) {
 		c, err := tokens.Verify(token)
 		if err != nil {
@@ -39,7 +39,7 @@ func socketAuth(tokens *auth.Tokens, ids *identity.Service) realtime.Authenticat
 		if err != nil {
 			return realtime.Identity{}, err
 		}
-		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role)}, nil
+		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), ExpiresIn: c.ExpiresAt.Sub(clock())}, nil
 	}
 }
 

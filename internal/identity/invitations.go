@@ -222,6 +222,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		return nil, err
 	}
 	s.mailer.Sent()
+	s.sessionsEnded(out.User.ID) // sockets opened as a member of the former organization
 	if out.Token, err = s.tokens.Issue(out.User.ID, out.Org.ID, out.User.Role); err != nil {
 		return nil, err
 	}

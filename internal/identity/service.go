@@ -49,9 +49,11 @@ type Service struct {
 	mailer  Mailer
 	runs    RunCounter
 	alerts  *billing.Alerts
-	clock   domain.Clock
-	newID   domain.IDGen
-	log     *slog.Logger
+	// endSessions closes a user's live connections (Socket.IO) after their access changed.
+	endSessions func(userID string)
+	clock       domain.Clock
+	newID       domain.IDGen
+	log         *slog.Logger
 }
 
 // Deps are the Service's collaborators. Clock and NewID default to the real ones.
@@ -84,6 +86,16 @@ func New(d Deps) *Service {
 
 // SetRunCounter connects the executions' run counter once it exists.
 func (s *Service) SetRunCounter(r RunCounter) { s.runs = r }
+
+// SetSessionEnder connects the closing of a user's live connections, called once a member is
+// suspended, deleted or moved to another organization.
+func (s *Service) SetSessionEnder(end func(userID string)) { s.endSessions = end }
+
+func (s *Service) sessionsEnded(userID string) {
+	if s.endSessions != nil {
+		s.endSessions(userID)
+	}
+}
 
 // Principal is who is calling: the user, their organization (from the token), and the role
 // as it is now in the database (DECISIONS 3).

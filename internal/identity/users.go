@@ -70,7 +70,7 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 	if id == p.UserID {
 		return nil, domain.BadRequest("Cannot change own status", "An admin cannot suspend their own account")
 	}
-	return s.changeMember(ctx, p, id, status == domain.UserSuspended,
+	u, err := s.changeMember(ctx, p, id, status == domain.UserSuspended,
 		"Cannot suspend the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
 			old := u.Status
 			var org *domain.Organization // set when a suspended member comes back
@@ -95,6 +95,10 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 			}
 			return "user.status_changed", map[string]any{"from": old, "to": status, "email": u.Email}, nil
 		})
+	if err == nil && status == domain.UserSuspended {
+		s.sessionsEnded(id)
+	}
+	return u, err
 }
 
 // DeleteUser removes a member (admin only). Their executions and other history stay.
@@ -109,6 +113,9 @@ func (s *Service) DeleteUser(ctx context.Context, p *Principal, id string) error
 		"Cannot delete the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
 			return "user.deleted", map[string]any{"email": u.Email, "role": u.Role}, tx.Users().Delete(ctx, p.OrgID, id)
 		})
+	if err == nil {
+		s.sessionsEnded(id)
+	}
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 const (
 	errAuthRequired = "Authentication required"
 	errInvalidToken = "Invalid or expired token"
+	errSessionEnded = "Session ended: your access to this organization changed; sign in again"
 )
 
 // onConnection authenticates a socket that has just connected to the namespace.
@@ -48,10 +49,16 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	s.SetData(id)
 	h.live.Store(connID, sid)
 	// Join before auth-success: a client that has seen auth-success gets every later event.
-	s.Join(orgRoom(id.OrganizationID))
+	// The user's own room lets EndUserSessions reach this socket on any replica.
+	s.Join(orgRoom(id.OrganizationID), userRoom(id.UserID))
 	if !s.Connected() { // left while the token was being checked
 		h.live.CompareAndDelete(connID, sid)
 		return
+	}
+	if id.ExpiresIn > 0 {
+		// Events stop with the token: the client must reconnect with a fresh one.
+		expiry := time.AfterFunc(id.ExpiresIn, func() { h.reject(s, errInvalidToken) })
+		_ = s.On("disconnect", func(...any) { expiry.Stop() })
 	}
 	_ = s.Emit(EventAuthSuccess, map[string]any{
 		"message":        "Authenticated",
@@ -81,4 +88,18 @@ func (h *Hub) reject(s *socket.Socket, msg string) {
 			conn.Close(false)
 		}
 	})
+}
+
+func userRoom(userID string) socket.Room { return socket.Room("user:" + userID) }
+
+// EndUserSessions sends auth-error to every socket of a user, on every replica, and
+// disconnects them: for a member who was suspended, deleted or moved to another organization,
+// whose sockets would otherwise keep receiving their former organization's events.
+func (h *Hub) EndUserSessions(userID string) {
+	if h.closed.Load() || userID == "" {
+		return
+	}
+	room := h.io.In(userRoom(userID))
+	_ = room.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
+	room.DisconnectSockets(false)
 }

@@ -52,6 +52,7 @@ type Identity struct {
 	UserID         string
 	OrganizationID string
 	Role           string
+	ExpiresIn      time.Duration // time left on the token: the socket is disconnected then (0: never)
 }
 
 // Authenticator verifies the handshake token (and re-reads the user, DECISIONS 3). Any error

@@ -296,3 +296,59 @@ func TestQueuedLogChunksAreMerged(t *testing.T) {
 		others++
 	}
 }
+
+// A socket ends with its token: at expiry it gets auth-error, then DISCONNECT, and hears
+// nothing of its organization afterwards.
+func TestSocketEndsWhenItsTokenExpires(t *testing.T) {
+	for _, tr := range transportNames {
+		t.Run(tr, func(t *testing.T) {
+			auth := func(ctx context.Context, token string) (Identity, error) {
+				id, err := testAuthenticate(ctx, token)
+				id.ExpiresIn = 300 * time.Millisecond
+				return id, err
+			}
+			h, srv := start(t, Options{Authenticate: auth})
+			c := member(t, srv.URL, tr, "acme", "u1")
+			h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "t", Log: "before\n"})
+			if got := c.logLines("t", 1); got[0] != "before\n" {
+				t.Fatalf("before expiry: %q", got)
+			}
+			got := decode[map[string]any](t, c.expectEvent(EventAuthError))
+			if got["error"] != errInvalidToken {
+				t.Fatalf("at expiry: %v", got)
+			}
+			if p := c.next(5 * time.Second); p != "1" {
+				t.Fatalf("after auth-error got %q, want the DISCONNECT packet", p)
+			}
+			h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "t", Log: "after\n"})
+			c.quiet(200 * time.Millisecond)
+		})
+	}
+}
+
+// EndUserSessions ends every socket of one user, and only theirs.
+func TestEndUserSessions(t *testing.T) {
+	for _, tr := range transportNames {
+		t.Run(tr, func(t *testing.T) {
+			h, srv := start(t, Options{})
+			gone1, gone2 := member(t, srv.URL, tr, "acme", "u1"), member(t, srv.URL, tr, "acme", "u1")
+			stays := member(t, srv.URL, tr, "acme", "u2")
+			h.EndUserSessions("u1")
+			for _, c := range []*sioClient{gone1, gone2} {
+				got := decode[map[string]any](t, c.expectEvent(EventAuthError))
+				if got["error"] != errSessionEnded {
+					t.Fatalf("auth-error %v", got)
+				}
+				if p := c.next(5 * time.Second); p != "1" {
+					t.Fatalf("after auth-error got %q, want the DISCONNECT packet", p)
+				}
+			}
+			h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "t", Log: "x\n"})
+			if got := stays.logLines("t", 1); got[0] != "x\n" {
+				t.Fatalf("other user's socket: %q", got)
+			}
+			gone1.quiet(200 * time.Millisecond)
+			gone2.quiet(0)
+		})
+	}
+}

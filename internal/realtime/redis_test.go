@@ -90,3 +90,20 @@ func TestRedisFansOutAcrossHubs(t *testing.T) {
 		})
 	}
 }
+
+// EndUserSessions on one replica ends the user's sockets on the others.
+func TestEndUserSessionsAcrossHubs(t *testing.T) {
+	redisURL, prefix := testenv.RedisURL(t), testenv.KeyPrefix(t)
+	hubA, _ := start(t, Options{RedisURL: redisURL, RedisPrefix: prefix})
+	_, srvB := start(t, Options{RedisURL: redisURL, RedisPrefix: prefix})
+	onB := member(t, srvB.URL, "websocket", "acme", "bob")
+	awaitFanOut(t, hubA, "acme", onB)
+	hubA.EndUserSessions("bob")
+	got := decode[map[string]any](t, onB.expectEvent(EventAuthError))
+	if got["error"] != errSessionEnded {
+		t.Fatalf("auth-error %v", got)
+	}
+	if p := onB.next(5 * time.Second); p != "1" {
+		t.Fatalf("after auth-error got %q, want the DISCONNECT packet", p)
+	}
+}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"bytes"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestWebhookFailureLeavesNothingSoTheRetryApplies(t *testing.T) {
 			var fail atomic.Bool
 			svc := &billing.Service{Store: failingStore{st, &fail}, WebhookSecret: "whsec_1", Renderer: renderer,
 				Prices: map[domain.Plan]string{domain.PlanTeam: "price_team"}, Clock: clock.Now,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 
 			payload, _ := json.Marshal(map[string]any{"id": "evt_1", "object": "event", "type": "customer.subscription.created",
 				"created": clock.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "sub_1", "object": "subscription",
@@ -109,5 +110,61 @@ func TestWebhookFailureLeavesNothingSoTheRetryApplies(t *testing.T) {
 				t.Fatalf("second retry: %+v %v", res, err)
 			}
 		})
+	}
+}
+
+// A failed payment is logged as a warning for manual review, and an event for an unknown
+// customer as an error naming the customer.
+func TestWebhookLogsForOperators(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	org := &domain.Organization{ID: domain.NewID(), Name: "Log Co", Slug: "log-co", Plan: domain.PlanTeam,
+		Billing: domain.Billing{ProviderCustomerID: "cus_log"}, CreatedAt: now}
+	if err := st.Organizations().Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := mail.NewRenderer("http://verdict.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	svc := &billing.Service{Store: st, WebhookSecret: "whsec_1", Renderer: renderer, Clock: func() time.Time { return now },
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	deliver := func(id, customer string) {
+		t.Helper()
+		payload, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "invoice.payment_failed",
+			"created": now.Unix(), "data": map[string]any{"object": map[string]any{"id": "in_1", "object": "invoice",
+				"customer": customer, "amount_due": 9900, "currency": "usd", "attempt_count": 2}}})
+		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: "whsec_1", Timestamp: now})
+		if _, err := svc.HandleWebhook(ctx, payload, signed.Header); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver("evt_failed", "cus_log")
+	deliver("evt_nobody", "cus_nobody")
+	var warn, notFound bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "manual review") &&
+			strings.Contains(line, "org="+org.ID) && strings.Contains(line, "invoice=in_1") {
+			warn = true
+		}
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "Organization not found for customer cus_nobody") &&
+			strings.Contains(line, "event=evt_nobody") {
+			notFound = true
+		}
+	}
+	if !warn || !notFound {
+		t.Fatalf("warning logged %v, not-found error logged %v; log:\n%s", warn, notFound, logs.String())
+	}
+	if strings.Contains(logs.String(), "whsec_1") {
+		t.Fatal("the signing secret was logged")
 	}
 }

@@ -4,14 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"verdict/internal/domain"
 	"verdict/internal/report"
 )
-
-// reportCookie carries a signed report token, scoped to one run's report path.
-const reportCookie = "verdict_report"
 
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
@@ -42,9 +38,14 @@ func reportBase(orgID, taskID string) string {
 }
 
 // serveReport serves a run's report files to a member of its organization: by bearer token or
-// API key, or by a signed report token. A token in the query is swapped for a cookie scoped to
-// the run's report path and the URL is reloaded without it, so it stays out of history and
-// Referer headers. Anything refused is a plain 404 that tells nothing.
+// API key, or by a signed report token. A report is a sandboxed page with an opaque origin
+// (report.ContentSecurityPolicy), whose requests for its own files carry no cookie, so a token
+// opens it through the URL path: /reports/{org}/{task}/~<token>/<path>, which the page's
+// relative links keep. A short-lived token in the query (from reportToken) is exchanged for such
+// a path with a report.SessionTTL token, and the query token leaves the URL. Files served
+// through a path token may be read by any origin's scripts (the sandboxed page's is "null"): the
+// URL itself is the credential and no cookie is involved. Anything refused is a plain 404 that
+// tells nothing.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	orgID, taskID, rel := r.PathValue("org"), r.PathValue("task"), r.PathValue("path")
 	notFound := func() { report.SetHeaders(w.Header()); http.NotFound(w, r) }
@@ -53,25 +54,31 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock()
-	allowed := false
+	// A first segment "~<token>" is a path token (no report folder starts with "~"); rest is
+	// the path without it.
+	pathToken, rest, inPath := "", rel, strings.HasPrefix(rel, "~")
+	if inPath {
+		pathToken, rest, _ = strings.Cut(rel[1:], "/")
+	}
 	if tok := r.URL.Query().Get("token"); tok != "" {
 		if s.signer.Verify(tok, orgID, taskID, now) != nil {
 			notFound()
 			return
 		}
-		s.setReportCookie(w, orgID, taskID, now)
 		q := r.URL.Query()
 		q.Del("token")
-		target := r.URL.Path
+		target := reportBase(orgID, taskID) + "~" + s.signer.SignFor(orgID, taskID, now, report.SessionTTL) + "/" + (&url.URL{Path: rest}).EscapedPath()
 		if enc := q.Encode(); enc != "" {
 			target += "?" + enc
 		}
+		report.SetHeaders(w.Header()) // among them no-store: the target holds a token
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		return
 	}
-	if c, err := r.Cookie(reportCookie); err == nil && s.signer.Verify(c.Value, orgID, taskID, now) == nil {
-		allowed = true
-		s.setReportCookie(w, orgID, taskID, now) // slide: an open report keeps working while used
+	allowed := false
+	if inPath {
+		allowed = s.signer.Verify(pathToken, orgID, taskID, now) == nil
+		rel = rest
 	} else if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
 		p, err := s.principalOf(r)
 		allowed = err == nil && p.OrgID == orgID
@@ -84,11 +91,8 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		notFound()
 		return
 	}
+	if inPath {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	}
 	report.Serve(w, r, s.reports, orgID, taskID, rel)
-}
-
-func (s *Server) setReportCookie(w http.ResponseWriter, orgID, taskID string, now time.Time) {
-	http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: s.signer.Sign(orgID, taskID, now),
-		Path: reportBase(orgID, taskID), MaxAge: int(report.TokenTTL / time.Second), HttpOnly: true,
-		Secure: strings.HasPrefix(s.publicURL, "https://"), SameSite: http.SameSiteLaxMode})
 }

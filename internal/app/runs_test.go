@@ -2,12 +2,15 @@ package app_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"verdict/internal/domain"
+	"verdict/internal/report"
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
@@ -107,20 +110,47 @@ func TestRunEndToEnd(t *testing.T) {
 				t.Fatal("the log shows the secret")
 			}
 
-			// Reports: bearer, signed token swapped for a cookie, other organization 404, traversal 404.
+			// Reports: by bearer; by a signed token exchanged for a report link that carries a
+			// longer-lived token in its path (a sandboxed report's own requests send no cookie);
+			// another organization, a bad or expired token and traversal 404.
 			rep := h.do("GET", htmlURL, bearer(admin.token), nil)
-			if rep.status != 200 || !strings.Contains(rep.header.Get("Content-Security-Policy"), "sandbox") || !strings.Contains(rep.header.Get("Content-Type"), "text/html") {
+			if rep.status != 200 || !strings.Contains(rep.header.Get("Content-Security-Policy"), "sandbox") || !strings.Contains(rep.header.Get("Content-Type"), "text/html") ||
+				rep.header.Get("Access-Control-Allow-Origin") != "" {
 				t.Fatalf("report by bearer: %d %v", rep.status, rep.header)
 			}
 			tok := h.do("GET", "/api/executions/"+task+"/report-token", key, nil)
 			expect(t, tok, 200, "")
+			if !strings.HasPrefix(tok.str("url"), htmlURL+"?token=") {
+				t.Fatalf("token link %q", tok.str("url"))
+			}
 			jar := &cookieClient{}
-			res := jar.get(t, h.srv.URL+tok.str("url"))
-			if res.StatusCode != 200 || !strings.Contains(res.Request.URL.String(), "/reports/") || strings.Contains(res.Request.URL.RawQuery, "token") {
+			res := jar.get(t, h.srv.URL+tok.str("url")+"&keep=1")
+			runBase := "/reports/" + admin.orgID + "/" + task + "/"
+			session, folder, _ := strings.Cut(strings.TrimPrefix(res.Request.URL.Path, runBase), "/")
+			if res.StatusCode != 200 || res.Request.Response == nil || res.Request.Response.StatusCode != http.StatusSeeOther ||
+				!strings.HasPrefix(session, "~") || runBase+folder != htmlURL || res.Request.URL.RawQuery != "keep=1" {
 				t.Fatalf("token link: %d %s", res.StatusCode, res.Request.URL)
 			}
-			if res := jar.get(t, h.srv.URL+htmlURL+"index.html"); res.StatusCode != 200 {
-				t.Fatalf("cookie did not open the report: %d", res.StatusCode)
+			if len(res.Request.Response.Header.Values("Set-Cookie")) != 0 || len(jar.c.Jar.Cookies(res.Request.URL)) != 0 {
+				t.Fatalf("a report cookie was set: %v", res.Request.Response.Header)
+			}
+			for _, hdr := range []http.Header{res.Request.Response.Header, res.Header} {
+				if hdr.Get("Referrer-Policy") != "no-referrer" || !strings.HasPrefix(hdr.Get("Content-Security-Policy"), "sandbox ") || hdr.Get("Cache-Control") != "private, no-store" {
+					t.Fatalf("report link headers: %v", hdr)
+				}
+			}
+			if res.Header.Get("Access-Control-Allow-Origin") != "*" {
+				t.Fatalf("report by link: Access-Control-Allow-Origin %q", res.Header.Get("Access-Control-Allow-Origin"))
+			}
+			// The report's own files, as its page requests them: relative URLs under the link's
+			// token, no cookie, readable by the sandboxed page's scripts (origin "null").
+			linkBase := runBase + session + "/"
+			for _, sub := range []string{"playwright-report/index.html", "test-results/results.json", "junit/results.xml"} {
+				r := h.do("GET", linkBase+sub, anon, nil, "Origin", "null")
+				if r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("Referrer-Policy") != "no-referrer" ||
+					!strings.HasPrefix(r.header.Get("Content-Security-Policy"), "sandbox ") {
+					t.Fatalf("GET %s by link: %d %v", sub, r.status, r.header)
+				}
 			}
 			other := h.signup("other@example.com", "Other Co")
 			expect404 := func(path string, a auth) {
@@ -134,6 +164,35 @@ func TestRunEndToEnd(t *testing.T) {
 			expect404(htmlURL+"../../../../verdict.db", bearer(admin.token))
 			expect404(htmlURL+"..%2f..%2f..%2fverdict.db", bearer(admin.token))
 			expect404(htmlURL, anon)
+			// The link's token opens this run only, unaltered, and not past its expiry.
+			signer := reportSigner(t)
+			now := time.Now()
+			if r := h.do("GET", runBase+"~"+signer.SignFor(admin.orgID, task, now, report.SessionTTL)+"/"+folder, anon, nil); r.status != 200 {
+				t.Fatalf("a link signed by the test: %d", r.status)
+			}
+			tampered := []byte(session)
+			if i := len(tampered) - 10; tampered[i] == 'A' {
+				tampered[i] = 'B'
+			} else {
+				tampered[i] = 'A'
+			}
+			for _, path := range []string{
+				strings.Replace(linkBase, admin.orgID, other.orgID, 1) + folder,
+				runBase + "~" + signer.SignFor(other.orgID, task, now, report.SessionTTL) + "/" + folder,
+				runBase + "~" + signer.SignFor(admin.orgID, "release-2", now, report.SessionTTL) + "/" + folder,
+				runBase + string(tampered) + "/" + folder,
+				runBase + "~" + signer.SignFor(admin.orgID, task, now.Add(-report.SessionTTL-time.Second), report.SessionTTL) + "/" + folder,
+				runBase + "~/" + folder, runBase + "~" + folder, runBase + folder,
+				linkBase + "../../" + task + "/" + folder, linkBase + "..%2f..%2f..%2fverdict.db",
+				linkBase + "%2e%2e/%2e%2e/%2e%2e/verdict.db", linkBase + "../../../../verdict.db",
+			} {
+				expect404(path, anon)
+			}
+			// No report folder can take the place of a link's token.
+			if r := h.do("PATCH", "/api/projects/"+projectID, key, map[string]any{"reportFolders": []string{"/app/" + session}}); r.status != 400 ||
+				r.str("error") != "Validation error" || !strings.Contains(r.str("message"), "~") {
+				t.Fatalf("a report folder named like a link's token: %d %s", r.status, r.raw)
+			}
 
 			// Tenant isolation of runs: every route answers 404 to another organization.
 			for _, c := range []struct{ method, path string }{
@@ -201,6 +260,19 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportSigner signs report tokens as the harness's Verdict does: the key is derived from its
+// JWT_SECRET as internal/app derives it.
+func reportSigner(t *testing.T) *report.Signer {
+	t.Helper()
+	m := hmac.New(sha256.New, []byte("test-secret-test-secret-test-secret-0123"))
+	m.Write([]byte("verdict report links"))
+	s, err := report.NewSigner(m.Sum(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // cookieClient follows redirects and keeps cookies, like a browser.

@@ -52,7 +52,7 @@ func validateEnv(name, value string) error {
 }
 
 // validateReportFolder accepts a folder under /app, given with or without the /app/ prefix,
-// and returns it relative to /app.
+// and returns it relative to /app. Its first segment may not start with "~".
 func validateReportFolder(f string) (string, error) {
 	f = strings.TrimPrefix(strings.TrimSpace(f), "/app/")
 	f = strings.Trim(f, "/")
@@ -63,6 +63,10 @@ func validateReportFolder(f string) (string, error) {
 		if part == ".." || part == "." {
 			return "", domain.BadRequest("Validation error", "report folders must be paths under /app")
 		}
+	}
+	// A report URL's first segment "~<token>" is a report link's token, never a folder.
+	if strings.HasPrefix(f, "~") {
+		return "", domain.BadRequest("Validation error", "report folders must not start with ~ (report links use it)")
 	}
 	return f, nil
 }

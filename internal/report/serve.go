@@ -27,16 +27,20 @@ import (
 //   - Screenshots and videos are plain <img>/<video> loads of data/<hash>.* and work, given
 //     Cross-Origin-Resource-Policy cross-origin (see SetHeaders), when the request is allowed
 //     without a cookie (last point).
-//   - Text attachments shown inline (error-context.md, logs) are read with fetch(), a CORS
-//     request from origin "null" that this server does not allow: they stay links. The trace
-//     viewer needs a service worker, which an opaque origin cannot register: traces download
-//     (allow-downloads) for `npx playwright show-trace` or trace.playwright.dev.
-//   - Allure 2's usual report reads data/*.json with XMLHttpRequest and stays empty for the same
-//     CORS reason; `allure generate --single-file` inlines its data and works.
+//   - Text attachments shown inline (error-context.md, logs) are read with fetch(), and Allure 2's
+//     usual report reads data/*.json with XMLHttpRequest: CORS requests from origin "null". They
+//     are readable when served through a report link, which answers them with
+//     Access-Control-Allow-Origin: * (internal/api serveReport); by bearer token they are not.
+//     (Checked with a test page doing both, not with a full Allure report.) `allure generate
+//     --single-file` inlines its data and needs none of this. The trace viewer needs a service
+//     worker, which an opaque origin cannot register: traces download (allow-downloads) for
+//     `npx playwright show-trace` or trace.playwright.dev.
 //   - A sandboxed page's requests for its own files (screenshots, scripts) carry no cookie:
 //     seen with SameSite=Lax and with SameSite=None; Secure alike, the page's origin being
-//     opaque. Access to those files must travel in the URL (a token in the path, which relative
-//     links keep) or come from a separate report origin; a report cookie opens index.html only.
+//     opaque. Access to those files therefore travels in the URL: a report link puts its token
+//     in the path, /reports/{org}/{task}/~<token>/..., which relative links keep (checked in
+//     Chromium 156: image, XHR and fetch of files under the link all load; under a cookie they
+//     all failed).
 const ContentSecurityPolicy = "sandbox allow-scripts allow-popups allow-forms allow-modals allow-downloads; " +
 	"default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; " +
 	"object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'"
@@ -47,7 +51,8 @@ const ContentSecurityPolicy = "sandbox allow-scripts allow-popups allow-forms al
 // sandboxed report's origin is opaque, which is neither same-origin nor same-site with anything,
 // so a stricter value blocks the report's own screenshots and scripts (verified: Chromium
 // answers ERR_BLOCKED_BY_RESPONSE.NotSameOrigin / NotSameSite). The cost is that another site
-// may embed (not read) a report file whose URL it knows and is allowed to fetch.
+// may embed (not read) a report file whose URL it knows and is allowed to fetch. (A report
+// link's URL is itself the credential; its files are readable from any origin, see above.)
 func SetHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")

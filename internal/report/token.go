@@ -14,10 +14,15 @@ import (
 // TokenTTL is how long a signed report token is valid (DECISIONS 17).
 const TokenTTL = 5 * time.Minute
 
+// SessionTTL is how long a report-browsing link is valid: the token that a valid TokenTTL token
+// is exchanged for, carried in the report URL's path (/reports/{org}/{task}/~<token>/...) so
+// that a sandboxed report's own requests, which carry no cookie, keep it.
+const SessionTTL = 2 * time.Hour
+
 var (
 	// ErrTokenInvalid: malformed, tampered with, or made for another organization or run.
 	ErrTokenInvalid = errors.New("report: invalid report token")
-	// ErrTokenExpired: a genuine token past its five minutes.
+	// ErrTokenExpired: a genuine token past its expiry.
 	ErrTokenExpired = errors.New("report: report token expired")
 )
 
@@ -46,7 +51,13 @@ func NewSigner(secret []byte) (*Signer, error) {
 
 // Sign returns a token for the organization's run, valid for TokenTTL from now.
 func (s *Signer) Sign(orgID, taskID string, now time.Time) string {
-	exp := now.Add(TokenTTL).Unix()
+	return s.SignFor(orgID, taskID, now, TokenTTL)
+}
+
+// SignFor returns a token for the organization's run, valid for ttl from now. Tokens of every
+// lifetime are alike: the expiry is inside the token, and Verify accepts any of them.
+func (s *Signer) SignFor(orgID, taskID string, now time.Time, ttl time.Duration) string {
+	exp := now.Add(ttl).Unix()
 	return strconv.FormatInt(exp, 36) + "." + base64.RawURLEncoding.EncodeToString(s.mac(exp, orgID, taskID))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -231,15 +232,26 @@ func (s *Server) outer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.Error("panic serving request", "method", r.Method, "path", loggedPath(r.URL.Path), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					writeDomainError(rec, domain.Internal("Internal server error", "An internal error occurred; it has been logged"))
 				}
 			}
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
-				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+				s.log.Debug("request", "method", r.Method, "path", loggedPath(r.URL.Path), "status", rec.status, "duration", time.Since(start))
 			}
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// reportLinkToken matches the token segment of a report-browsing link, a credential.
+var reportLinkToken = regexp.MustCompile(`/~[^/]*`)
+
+// loggedPath is a request path fit for logs: report links' tokens are redacted.
+func loggedPath(p string) string {
+	if !strings.HasPrefix(p, "/reports/") {
+		return p
+	}
+	return reportLinkToken.ReplaceAllString(p, "/~redacted")
 }

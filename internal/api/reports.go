@@ -67,7 +67,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		}
 		q := r.URL.Query()
 		q.Del("token")
-		target := reportBase(orgID, taskID) + "~" + s.signer.SignFor(orgID, taskID, now, report.SessionTTL) + "/" + (&url.URL{Path: rest}).EscapedPath()
+		target := reportBase(orgID, taskID) + "~" + s.signer.SignLink(orgID, taskID, now) + "/" + (&url.URL{Path: rest}).EscapedPath()
 		if enc := q.Encode(); enc != "" {
 			target += "?" + enc
 		}
@@ -77,7 +77,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	}
 	allowed := false
 	if inPath {
-		allowed = s.signer.Verify(pathToken, orgID, taskID, now) == nil
+		allowed = s.signer.VerifyLink(pathToken, orgID, taskID, now) == nil
 		rel = rest
 	} else if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
 		p, err := s.principalOf(r)

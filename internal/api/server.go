@@ -44,7 +44,6 @@ type Deps struct {
 	Billing    *billing.Service
 	Reports    report.Store
 	Signer     *report.Signer
-	PublicURL  string
 	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
 	Mounts  map[string]http.Handler
 	Ready   []Checker
@@ -55,20 +54,19 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	identity  *identity.Service
-	runs      *executions.Service
-	billing   *billing.Service
-	reports   report.Store
-	signer    *report.Signer
-	publicURL string
-	jwt       TokenVerifier
-	limiter   *ratelimit.Limiter
-	limits    RateLimits
-	proxies   []netip.Prefix
-	ready     []Checker
-	log       *slog.Logger
-	clock     domain.Clock
-	version   string
+	identity *identity.Service
+	runs     *executions.Service
+	billing  *billing.Service
+	reports  report.Store
+	signer   *report.Signer
+	jwt      TokenVerifier
+	limiter  *ratelimit.Limiter
+	limits   RateLimits
+	proxies  []netip.Prefix
+	ready    []Checker
+	log      *slog.Logger
+	clock    domain.Clock
+	version  string
 
 	mux      *http.ServeMux
 	patterns []string
@@ -86,7 +84,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, publicURL: d.PublicURL, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
+	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
 		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	for pattern, h := range d.Mounts {

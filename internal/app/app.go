@@ -194,7 +194,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Billing:    bill,
 		Reports:    reports,
 		Signer:     signer,
-		PublicURL:  cfg.PublicURL,
 		Mounts:     map[string]http.Handler{"/socket.io/": hub.Handler()},
 		Identity:   ids,
 		JWT:        jwt,

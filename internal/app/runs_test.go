@@ -167,7 +167,7 @@ func TestRunEndToEnd(t *testing.T) {
 			// The link's token opens this run only, unaltered, and not past its expiry.
 			signer := reportSigner(t)
 			now := time.Now()
-			if r := h.do("GET", runBase+"~"+signer.SignFor(admin.orgID, task, now, report.SessionTTL)+"/"+folder, anon, nil); r.status != 200 {
+			if r := h.do("GET", runBase+"~"+signer.SignLink(admin.orgID, task, now)+"/"+folder, anon, nil); r.status != 200 {
 				t.Fatalf("a link signed by the test: %d", r.status)
 			}
 			tampered := []byte(session)
@@ -178,11 +178,14 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 			for _, path := range []string{
 				strings.Replace(linkBase, admin.orgID, other.orgID, 1) + folder,
-				runBase + "~" + signer.SignFor(other.orgID, task, now, report.SessionTTL) + "/" + folder,
-				runBase + "~" + signer.SignFor(admin.orgID, "release-2", now, report.SessionTTL) + "/" + folder,
+				runBase + "~" + signer.SignLink(other.orgID, task, now) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, "release-2", now) + "/" + folder,
 				runBase + string(tampered) + "/" + folder,
-				runBase + "~" + signer.SignFor(admin.orgID, task, now.Add(-report.SessionTTL-time.Second), report.SessionTTL) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, task, now.Add(-report.SessionTTL-time.Second)) + "/" + folder,
 				runBase + "~/" + folder, runBase + "~" + folder, runBase + folder,
+				// Neither kind of token passes for the other: a link is not renewed by trading it in.
+				runBase + "~" + signer.Sign(admin.orgID, task, now) + "/" + folder,
+				runBase + folder + "?token=" + strings.TrimPrefix(session, "~"),
 				linkBase + "../../" + task + "/" + folder, linkBase + "..%2f..%2f..%2fverdict.db",
 				linkBase + "%2e%2e/%2e%2e/%2e%2e/verdict.db", linkBase + "../../../../verdict.db",
 			} {

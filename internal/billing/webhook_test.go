@@ -1,10 +1,10 @@
 package billing_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"bytes"
 	"log/slog"
 	"strings"
 	"sync/atomic"

@@ -28,8 +28,8 @@ var (
 
 // Signer makes and checks the short-lived tokens that open one run's reports. A token is
 // "<expiry, Unix seconds in base 36>.<HMAC-SHA256, base64url>", about 50 URL-safe characters.
-// The MAC covers the expiry, the organization and the task, each length-prefixed so that no two
-// different triples sign the same bytes. Nothing else is in the token: the verifier already
+// The MAC covers the purpose, the expiry, the organization and the task, each length-prefixed so
+// that no two different tuples sign the same bytes. Nothing else is in the token: the verifier already
 // knows the organization and task from the URL it is checking.
 type Signer struct {
 	key []byte
@@ -49,20 +49,42 @@ func NewSigner(secret []byte) (*Signer, error) {
 	return &Signer{key: m.Sum(nil)}, nil
 }
 
-// Sign returns a token for the organization's run, valid for TokenTTL from now.
+// A token's purpose is signed with it, so neither kind passes for the other: a browsing link
+// cannot be traded back for a fresh one, so access still ends SessionTTL after the last token
+// an authenticated member asked for.
+const (
+	purposeExchange = 'x' // ?token=, from GET /api/executions/{taskId}/report-token
+	purposeLink     = 'l' // the ~<token> path segment of a browsing link
+)
+
+// Sign returns a token for the organization's run, valid for TokenTTL from now, to be
+// exchanged for a browsing link.
 func (s *Signer) Sign(orgID, taskID string, now time.Time) string {
-	return s.SignFor(orgID, taskID, now, TokenTTL)
+	return s.sign(purposeExchange, orgID, taskID, now.Add(TokenTTL))
 }
 
-// SignFor returns a token for the organization's run, valid for ttl from now. Tokens of every
-// lifetime are alike: the expiry is inside the token, and Verify accepts any of them.
-func (s *Signer) SignFor(orgID, taskID string, now time.Time, ttl time.Duration) string {
-	exp := now.Add(ttl).Unix()
-	return strconv.FormatInt(exp, 36) + "." + base64.RawURLEncoding.EncodeToString(s.mac(exp, orgID, taskID))
+// SignLink returns the token of a report-browsing link, valid for SessionTTL from now.
+func (s *Signer) SignLink(orgID, taskID string, now time.Time) string {
+	return s.sign(purposeLink, orgID, taskID, now.Add(SessionTTL))
 }
 
-// Verify checks that token was signed for this organization's run and has not expired.
+// Verify checks that token was made by Sign for this organization's run and has not expired.
 func (s *Signer) Verify(token, orgID, taskID string, now time.Time) error {
+	return s.verify(purposeExchange, token, orgID, taskID, now)
+}
+
+// VerifyLink checks that token was made by SignLink for this organization's run and has not
+// expired.
+func (s *Signer) VerifyLink(token, orgID, taskID string, now time.Time) error {
+	return s.verify(purposeLink, token, orgID, taskID, now)
+}
+
+func (s *Signer) sign(purpose byte, orgID, taskID string, expiry time.Time) string {
+	exp := expiry.Unix()
+	return strconv.FormatInt(exp, 36) + "." + base64.RawURLEncoding.EncodeToString(s.mac(purpose, exp, orgID, taskID))
+}
+
+func (s *Signer) verify(purpose byte, token, orgID, taskID string, now time.Time) error {
 	expText, macText, ok := strings.Cut(token, ".")
 	// The length bounds keep the parse cheap on garbage; 8 base-36 digits reach past year 2300.
 	if !ok || len(expText) == 0 || len(expText) > 8 || len(macText) != 43 {
@@ -73,7 +95,7 @@ func (s *Signer) Verify(token, orgID, taskID string, now time.Time) error {
 		return ErrTokenInvalid // one spelling per expiry, so a token cannot be re-spelled
 	}
 	mac, err := base64.RawURLEncoding.Strict().DecodeString(macText)
-	if err != nil || !hmac.Equal(mac, s.mac(int64(exp), orgID, taskID)) {
+	if err != nil || !hmac.Equal(mac, s.mac(purpose, int64(exp), orgID, taskID)) {
 		return ErrTokenInvalid
 	}
 	if now.Unix() >= int64(exp) {
@@ -82,9 +104,9 @@ func (s *Signer) Verify(token, orgID, taskID string, now time.Time) error {
 	return nil
 }
 
-func (s *Signer) mac(exp int64, orgID, taskID string) []byte {
+func (s *Signer) mac(purpose byte, exp int64, orgID, taskID string) []byte {
 	m := hmac.New(sha256.New, s.key)
-	var b []byte
+	b := []byte{purpose}
 	b = binary.BigEndian.AppendUint64(b, uint64(exp))
 	for _, f := range []string{orgID, taskID} {
 		b = binary.AppendUvarint(b, uint64(len(f)))

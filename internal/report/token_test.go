@@ -52,37 +52,39 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
-// SignFor makes tokens of another lifetime, such as SessionTTL's report-browsing links, that
-// Verify checks like any other: bound to the run, valid until their own expiry.
-func TestSignFor(t *testing.T) {
+// SignLink makes the browsing link's token: bound to the run, valid for SessionTTL, and of
+// another purpose than Sign's, so neither kind passes for the other.
+func TestSignLink(t *testing.T) {
 	s := testSigner(t, secretA)
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	if SessionTTL != 2*time.Hour {
 		t.Errorf("SessionTTL = %v, want 2h", SessionTTL)
 	}
-	if got, want := s.Sign(org, task, now), s.SignFor(org, task, now, TokenTTL); got != want {
-		t.Errorf("Sign = %q, SignFor(TokenTTL) = %q", got, want)
-	}
-	tok := s.SignFor(org, task, now, SessionTTL)
-	if tok == s.Sign(org, task, now) || len(tok) > 60 {
-		t.Errorf("session token %q", tok)
+	tok := s.SignLink(org, task, now)
+	if len(tok) > 60 {
+		t.Errorf("link token %q", tok)
 	}
 	for _, at := range []time.Duration{0, TokenTTL, time.Hour, SessionTTL - time.Second} {
-		if err := s.Verify(tok, org, task, now.Add(at)); err != nil {
+		if err := s.VerifyLink(tok, org, task, now.Add(at)); err != nil {
 			t.Errorf("after %v: %v", at, err)
 		}
 	}
 	for _, at := range []time.Duration{SessionTTL, SessionTTL + time.Second} {
-		if err := s.Verify(tok, org, task, now.Add(at)); !errors.Is(err, ErrTokenExpired) {
+		if err := s.VerifyLink(tok, org, task, now.Add(at)); !errors.Is(err, ErrTokenExpired) {
 			t.Errorf("after %v: %v, want ErrTokenExpired", at, err)
 		}
 	}
-	if err := s.Verify(tok, "otherorg", task, now); !errors.Is(err, ErrTokenInvalid) {
+	if err := s.VerifyLink(tok, "otherorg", task, now); !errors.Is(err, ErrTokenInvalid) {
 		t.Errorf("another organization: %v", err)
 	}
-	// Signed in the past: expired now.
-	if err := s.Verify(s.SignFor(org, task, now.Add(-3*time.Hour), SessionTTL), org, task, now); !errors.Is(err, ErrTokenExpired) {
+	if err := s.VerifyLink(s.SignLink(org, task, now.Add(-3*time.Hour)), org, task, now); !errors.Is(err, ErrTokenExpired) {
 		t.Errorf("signed 3h ago: %v", err)
+	}
+	if err := s.Verify(tok, org, task, now); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("a link token taken as an exchange token: %v", err)
+	}
+	if err := s.VerifyLink(s.Sign(org, task, now), org, task, now); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("an exchange token taken as a link token: %v", err)
 	}
 }
 

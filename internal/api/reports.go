@@ -4,10 +4,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"verdict/internal/domain"
 	"verdict/internal/report"
 )
+
+// reportCookie holds a run's browsing-link token, scoped to that run's report path.
+const reportCookie = "verdict_report"
 
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
@@ -38,14 +42,14 @@ func reportBase(orgID, taskID string) string {
 }
 
 // serveReport serves a run's report files to a member of its organization: by bearer token or
-// API key, or by a signed report token. A report is a sandboxed page with an opaque origin
-// (report.ContentSecurityPolicy), whose requests for its own files carry no cookie, so a token
-// opens it through the URL path: /reports/{org}/{task}/~<token>/<path>, which the page's
-// relative links keep. A short-lived token in the query (from reportToken) is exchanged for such
-// a path with a report.SessionTTL token, and the query token leaves the URL. Files served
-// through a path token may be read by any origin's scripts (the sandboxed page's is "null"): the
-// URL itself is the credential and no cookie is involved. Anything refused is a plain 404 that
-// tells nothing.
+// API key, or by a signed report token. A short-lived token in the query (from reportToken) is
+// swapped, as DECISIONS 17 rules, for a cookie scoped to the run's report path, and the query
+// token leaves the URL. But a report is a sandboxed page with an opaque origin
+// (report.ContentSecurityPolicy), whose requests for its own files carry no cookie, so the swap
+// also lands on a browsing link, /reports/{org}/{task}/~<token>/<path>, that the page's relative
+// links keep; both hold the same report.SessionTTL link token. Files served through a link may
+// be read by any origin's scripts (the sandboxed page's is "null"): the URL itself is the
+// credential. Anything refused is a plain 404 that tells nothing.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	orgID, taskID, rel := r.PathValue("org"), r.PathValue("task"), r.PathValue("path")
 	notFound := func() { report.SetHeaders(w.Header()); http.NotFound(w, r) }
@@ -67,7 +71,10 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		}
 		q := r.URL.Query()
 		q.Del("token")
-		target := reportBase(orgID, taskID) + "~" + s.signer.SignLink(orgID, taskID, now) + "/" + (&url.URL{Path: rest}).EscapedPath()
+		link := s.signer.SignLink(orgID, taskID, now)
+		http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: link, Path: reportBase(orgID, taskID),
+			MaxAge: int(report.SessionTTL / time.Second), HttpOnly: true, Secure: s.secureCookies, SameSite: http.SameSiteLaxMode})
+		target := reportBase(orgID, taskID) + "~" + link + "/" + (&url.URL{Path: rest}).EscapedPath()
 		if enc := q.Encode(); enc != "" {
 			target += "?" + enc
 		}
@@ -79,6 +86,8 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	if inPath {
 		allowed = s.signer.VerifyLink(pathToken, orgID, taskID, now) == nil
 		rel = rest
+	} else if c, err := r.Cookie(reportCookie); err == nil && s.signer.VerifyLink(c.Value, orgID, taskID, now) == nil {
+		allowed = true
 	} else if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
 		p, err := s.principalOf(r)
 		allowed = err == nil && p.OrgID == orgID

@@ -44,6 +44,8 @@ type Deps struct {
 	Billing    *billing.Service
 	Reports    report.Store
 	Signer     *report.Signer
+	// SecureCookies marks report cookies Secure (the public URL is https).
+	SecureCookies bool
 	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
 	Mounts  map[string]http.Handler
 	Ready   []Checker
@@ -54,19 +56,20 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	identity *identity.Service
-	runs     *executions.Service
-	billing  *billing.Service
-	reports  report.Store
-	signer   *report.Signer
-	jwt      TokenVerifier
-	limiter  *ratelimit.Limiter
-	limits   RateLimits
-	proxies  []netip.Prefix
-	ready    []Checker
-	log      *slog.Logger
-	clock    domain.Clock
-	version  string
+	identity      *identity.Service
+	runs          *executions.Service
+	billing       *billing.Service
+	reports       report.Store
+	signer        *report.Signer
+	secureCookies bool
+	jwt           TokenVerifier
+	limiter       *ratelimit.Limiter
+	limits        RateLimits
+	proxies       []netip.Prefix
+	ready         []Checker
+	log           *slog.Logger
+	clock         domain.Clock
+	version       string
 
 	mux      *http.ServeMux
 	patterns []string
@@ -84,7 +87,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
+	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
 		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	for pattern, h := range d.Mounts {

@@ -190,20 +190,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
 
 	a.API = api.New(api.Deps{
-		Runs:       a.runs,
-		Billing:    bill,
-		Reports:    reports,
-		Signer:     signer,
-		Mounts:     map[string]http.Handler{"/socket.io/": hub.Handler()},
-		Identity:   ids,
-		JWT:        jwt,
-		Limiter:    ratelimit.NewLimiter(counters, clock),
-		RateLimits: o.RateLimits,
-		Proxies:    cfg.Proxies,
-		Ready:      a.readiness(),
-		Log:        log,
-		Clock:      clock,
-		Version:    o.Version,
+		Runs:          a.runs,
+		Billing:       bill,
+		Reports:       reports,
+		Signer:        signer,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
+		Identity:      ids,
+		JWT:           jwt,
+		Limiter:       ratelimit.NewLimiter(counters, clock),
+		RateLimits:    o.RateLimits,
+		Proxies:       cfg.Proxies,
+		Ready:         a.readiness(),
+		Log:           log,
+		Clock:         clock,
+		Version:       o.Version,
 	})
 	ok = true
 	return a, nil

@@ -110,9 +110,9 @@ func TestRunEndToEnd(t *testing.T) {
 				t.Fatal("the log shows the secret")
 			}
 
-			// Reports: by bearer; by a signed token exchanged for a report link that carries a
-			// longer-lived token in its path (a sandboxed report's own requests send no cookie);
-			// another organization, a bad or expired token and traversal 404.
+			// Reports: by bearer; by a signed token exchanged for a cookie and a report link that
+			// carries a longer-lived token in its path (a sandboxed report's own requests send no
+			// cookie); another organization, a bad or expired token and traversal 404.
 			rep := h.do("GET", htmlURL, bearer(admin.token), nil)
 			if rep.status != 200 || !strings.Contains(rep.header.Get("Content-Security-Policy"), "sandbox") || !strings.Contains(rep.header.Get("Content-Type"), "text/html") ||
 				rep.header.Get("Access-Control-Allow-Origin") != "" {
@@ -131,8 +131,15 @@ func TestRunEndToEnd(t *testing.T) {
 				!strings.HasPrefix(session, "~") || runBase+folder != htmlURL || res.Request.URL.RawQuery != "keep=1" {
 				t.Fatalf("token link: %d %s", res.StatusCode, res.Request.URL)
 			}
-			if len(res.Request.Response.Header.Values("Set-Cookie")) != 0 || len(jar.c.Jar.Cookies(res.Request.URL)) != 0 {
-				t.Fatalf("a report cookie was set: %v", res.Request.Response.Header)
+			// The token was also swapped for a cookie scoped to the run's reports (DECISIONS 17),
+			// which opens the report's plain paths for top-level navigation.
+			setCookie := res.Request.Response.Header.Get("Set-Cookie")
+			if !strings.Contains(setCookie, "verdict_report="+strings.TrimPrefix(session, "~")) || !strings.Contains(setCookie, "Path="+runBase) ||
+				!strings.Contains(setCookie, "HttpOnly") || !strings.Contains(setCookie, "SameSite=Lax") {
+				t.Fatalf("report cookie: %q", setCookie)
+			}
+			if byCookie := jar.get(t, h.srv.URL+htmlURL); byCookie.StatusCode != 200 || byCookie.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Fatalf("report by cookie: %d %v", byCookie.StatusCode, byCookie.Header)
 			}
 			for _, hdr := range []http.Header{res.Request.Response.Header, res.Header} {
 				if hdr.Get("Referrer-Policy") != "no-referrer" || !strings.HasPrefix(hdr.Get("Content-Security-Policy"), "sandbox ") || hdr.Get("Cache-Control") != "private, no-store" {

@@ -196,7 +196,7 @@ func TestLastAdminRace(t *testing.T) {
 			codes <- h.do("PATCH", "/api/users/"+a.id+"/role", bearer(b.token), map[string]any{"role": "viewer"}).status
 		}()
 		got := []int{<-codes, <-codes}
-		n, err := h.app.Store.Users().CountByRole(t.Context(), a.orgID, "admin")
+		n, err := h.app.Store.Users().CountActiveByRole(t.Context(), a.orgID, "admin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,4 +535,22 @@ func TestRateLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A suspended admin cannot run the organization: the last-admin rules count active admins.
+func TestSuspendedAdminsDoNotCountAsAdmins(t *testing.T) {
+	h := newHarness(t, harnessOpts{dialect: "sqlite"})
+	a := h.signup("a@example.com", "Org A")
+	b := h.join(a, "b@example.com", "admin")
+	h.join(a, "c@example.com", "developer")
+	expect(t, h.do("PATCH", "/api/users/"+b.id+"/status", bearer(a.token), map[string]any{"status": "suspended"}), 200, "")
+
+	// a is the only active admin: leaving for another organization is refused.
+	x := h.signup("x@example.com", "Org X")
+	h.clock.Advance(time.Second)
+	_, token := h.invite(x, a.email, "developer")
+	expect(t, h.do("POST", "/api/invitations/accept", bearer(a.token), map[string]any{"token": token}), 400, "Cannot leave as the last admin")
+
+	// The suspended admin can be removed: a still runs the organization.
+	expect(t, h.do("DELETE", "/api/users/"+b.id, bearer(a.token), nil), 200, "")
 }

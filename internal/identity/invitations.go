@@ -189,7 +189,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 			return err
 		}
 		if u.Role == domain.RoleAdmin {
-			admins, err := tx.Users().CountByRole(ctx, u.OrganizationID, domain.RoleAdmin)
+			admins, err := tx.Users().CountActiveByRole(ctx, u.OrganizationID, domain.RoleAdmin)
 			if err != nil {
 				return err
 			}

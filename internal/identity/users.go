@@ -135,7 +135,7 @@ func (s *Service) changeMember(ctx context.Context, p *Principal, id string, rem
 			return notFound(err, errUserNotFound)
 		}
 		if u.Role == domain.RoleAdmin && removesAdmin {
-			if err := lastAdminGuard(ctx, tx, p.OrgID, lastAdminCode, "The organization needs at least one admin"); err != nil {
+			if err := lastAdminGuard(ctx, tx, u, lastAdminCode, "The organization needs at least one active admin"); err != nil {
 				return err
 			}
 		}
@@ -149,13 +149,17 @@ func (s *Service) changeMember(ctx context.Context, p *Principal, id string, rem
 	return user, err
 }
 
-// lastAdminGuard refuses when the organization has one admin or fewer (the one being changed).
-func lastAdminGuard(ctx context.Context, tx store.Store, orgID, code, msg string) error {
-	n, err := tx.Users().CountByRole(ctx, orgID, domain.RoleAdmin)
+// lastAdminGuard refuses when no active admin would be left besides u, the admin losing that
+// place: a suspended admin cannot run the organization.
+func lastAdminGuard(ctx context.Context, tx store.Store, u *domain.User, code, msg string) error {
+	n, err := tx.Users().CountActiveByRole(ctx, u.OrganizationID, domain.RoleAdmin)
 	if err != nil {
 		return err
 	}
-	if n <= 1 {
+	if u.Status == domain.UserActive {
+		n--
+	}
+	if n < 1 {
 		return domain.BadRequest(code, msg)
 	}
 	return nil

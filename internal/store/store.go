@@ -50,7 +50,7 @@ type UserRepo interface {
 	GetByEmail(ctx context.Context, email string) (*domain.User, error)
 	List(ctx context.Context, orgID string) ([]domain.User, error) // oldest first
 	CountActive(ctx context.Context, orgID string) (int, error)
-	CountByRole(ctx context.Context, orgID string, role domain.Role) (int, error)
+	CountActiveByRole(ctx context.Context, orgID string, role domain.Role) (int, error) // suspended members not counted
 	UpdateRole(ctx context.Context, orgID, id string, role domain.Role) error
 	UpdateStatus(ctx context.Context, orgID, id string, status domain.UserStatus) error
 	UpdateLastLogin(ctx context.Context, orgID, id string, at time.Time) error

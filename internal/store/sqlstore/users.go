@@ -53,8 +53,9 @@ func (r userRepo) CountActive(ctx context.Context, orgID string) (int, error) {
 		orgID, domain.UserActive)
 }
 
-func (r userRepo) CountByRole(ctx context.Context, orgID string, role domain.Role) (int, error) {
-	return r.s.count(ctx, `SELECT COUNT(*) FROM users WHERE organization_id = ? AND role = ?`, orgID, role)
+func (r userRepo) CountActiveByRole(ctx context.Context, orgID string, role domain.Role) (int, error) {
+	return r.s.count(ctx, `SELECT COUNT(*) FROM users WHERE organization_id = ? AND role = ? AND status = ?`,
+		orgID, role, domain.UserActive)
 }
 
 func (r userRepo) UpdateRole(ctx context.Context, orgID, id string, role domain.Role) error {

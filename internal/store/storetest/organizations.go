@@ -142,7 +142,7 @@ func testOrganizations(t *testing.T, open Opener) {
 					if err := tx.Organizations().Lock(f.ctx, o.ID); err != nil {
 						return err
 					}
-					n, err := tx.Users().CountByRole(f.ctx, o.ID, domain.RoleAdmin)
+					n, err := tx.Users().CountActiveByRole(f.ctx, o.ID, domain.RoleAdmin)
 					if err != nil {
 						return err
 					}
@@ -170,7 +170,7 @@ func testOrganizations(t *testing.T, open Opener) {
 		if won != 1 || guarded != 1 {
 			t.Errorf("%d transactions demoted, %d were refused; want exactly one of each", won, guarded)
 		}
-		n, err := f.s.Users().CountByRole(f.ctx, o.ID, domain.RoleAdmin)
+		n, err := f.s.Users().CountActiveByRole(f.ctx, o.ID, domain.RoleAdmin)
 		must(t, err)
 		equal(t, "admins left", n, 1)
 	})

@@ -47,7 +47,7 @@ type ExecutionRepo interface {
 	// GetByID finds an execution by internal ID across organizations: for the run plane only,
 	// which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)
-	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, and the total
+	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, without Tests, and the total
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error)                 // runs queued since
 	CountActive(ctx context.Context, orgID string) (int, error)                                 // RUNNING or ANALYZING
 

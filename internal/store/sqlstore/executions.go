@@ -24,6 +24,10 @@ const executionColumns = `id, organization_id, task_id, project_id, image, comma
 	runner_id, container_id, lease_until, cancel_requested,
 	summary, tests, report_dirs, report_bytes, notes`
 
+// listColumns are executionColumns for list answers, which leave the tests out: a run's parsed
+// results can be large, and listing would read and decode them for nothing.
+var listColumns = strings.Replace(executionColumns, "summary, tests,", "summary, '[]',", 1)
+
 func scanExecution(r scanner) (*domain.Execution, error) {
 	var e domain.Execution
 	var reportFolders, envNames, summary, tests, reportDirs, notes string
@@ -122,7 +126,7 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	if err != nil {
 		return nil, 0, err
 	}
-	q := `SELECT ` + executionColumns + ` FROM executions WHERE ` + cond + ` ORDER BY queued_at DESC, id DESC`
+	q := `SELECT ` + listColumns + ` FROM executions WHERE ` + cond + ` ORDER BY queued_at DESC, id DESC`
 	limit := int64(f.Limit)
 	if limit <= 0 {
 		limit = math.MaxInt64 // SQLite takes no OFFSET without a LIMIT, PostgreSQL no negative LIMIT

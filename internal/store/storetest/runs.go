@@ -882,6 +882,12 @@ func testLeases(t *testing.T, open Opener) {
 		want.Status, want.Error, want.FinishedAt, want.LeaseUntil, want.Notes = domain.ExecFailed, "1 test failed",
 			ptr(end), nil, final.Notes
 		equal(t, "finished run", f.getRun(o.ID, e.TaskID), &want)
+		// Lists leave the tests out; everything else is as Get shows it.
+		listed, _, err := ex.List(f.ctx, o.ID, store.ExecutionFilter{})
+		must(t, err)
+		withoutTests := want
+		withoutTests.Tests = []domain.TestResult{}
+		equal(t, "listed run", listed, []domain.Execution{withoutTests})
 		wantErr(t, "Finish twice", ex.Finish(f.ctx, e.ID, "r1", passed(end)), store.ErrNotFound)
 		_, err = ex.Heartbeat(f.ctx, e.ID, "r1", base.Add(time.Hour))
 		wantErr(t, "Heartbeat after Finish", err, store.ErrNotFound)

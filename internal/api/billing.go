@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"verdict/internal/domain"
 )
@@ -63,6 +64,29 @@ func (s *Server) subscription(w http.ResponseWriter, r *http.Request) {
 		"lastPaymentAttempt":     tsPtr(b.LastPaymentAttempt),
 		"limits":                 limits,
 	}})
+}
+
+func (s *Server) billingEvents(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeDomainError(w, domain.BadRequest("Validation error", "limit must be a whole number"))
+			return
+		}
+		limit = n
+	}
+	events, err := s.billing.Events(r.Context(), principalFrom(r).OrgID, limit)
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch billing events")
+		return
+	}
+	out := make([]obj, 0, len(events))
+	for _, e := range events {
+		out = append(out, obj{"eventId": e.EventID, "eventType": e.EventType, "status": e.Status,
+			"error": nullable(e.Error), "createdAt": ts(e.CreatedAt), "processedAt": ts(e.ProcessedAt)})
+	}
+	ok(w, obj{"events": out})
 }
 
 // stripeWebhook receives the payment provider's events. The signature covers the raw body,

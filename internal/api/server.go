@@ -172,6 +172,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, admin: true, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, admin: true, limit: "strict"}, s.billingPortal)
 	s.handle("GET /api/billing/subscription", routeOpts{access: bearerOrKey, limit: "api"}, s.subscription)
+	s.handle("GET /api/billing/events", routeOpts{access: bearer, admin: true, limit: "api"}, s.billingEvents)
 	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
 	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
 

@@ -182,6 +182,7 @@ func TestBillingNotConfigured(t *testing.T) {
 	expect(t, h.do("POST", "/api/billing/checkout", bearer(admin.token), map[string]any{"planId": "team"}), 503, "Billing not configured")
 	expect(t, h.do("POST", "/api/billing/portal", bearer(admin.token), nil), 503, "Billing not configured")
 	expect(t, h.do("GET", "/api/billing/subscription", bearer(admin.token), nil), 503, "Billing not configured")
+	expect(t, h.do("GET", "/api/billing/events", bearer(admin.token), nil), 503, "Billing not configured")
 	body := event("evt_1", "invoice.payment_succeeded", time.Now(), invoiceObject("in_1", "cus_x", 9900, time.Now()))
 	expect(t, h.webhook(body, sign(body, webhookSecret, time.Now())), 503, "Webhook not configured")
 	r := h.do("GET", "/api/webhooks/test", anon, nil)
@@ -326,7 +327,7 @@ func TestWebhookEffects(t *testing.T) {
 		ctx := context.Background()
 		admin := h.signup("ada@example.com", "Effects Co")
 		admin2 := h.join(admin, "bob@example.com", "admin")
-		h.join(admin, "dev@example.com", "developer")
+		developer := h.join(admin, "dev@example.com", "developer")
 		h.linkCustomer(admin.orgID, "cus_fx")
 		t0 := h.clock.Now()
 		periodStart := time.Date(2026, 3, 5, 0, 0, 0, 0, time.UTC)
@@ -439,6 +440,34 @@ func TestWebhookEffects(t *testing.T) {
 		if err != nil || len(log) != 10 {
 			t.Fatalf("webhook log of the organization: %d entries, %v", len(log), err)
 		}
+		// Admins read it, newest first, without payloads; others may not.
+		ev := h.do("GET", "/api/billing/events?limit=3", bearer(admin.token), nil)
+		expect(t, ev, 200, "")
+		events, _ := ev.get("events").([]any)
+		if len(events) != 3 || strings.Contains(ev.raw, "payload") {
+			t.Fatalf("events: %s", ev.raw)
+		}
+		first := events[0].(map[string]any)
+		if first["eventId"] != "evt_del" || first["status"] != "success" || first["processedAt"] == nil {
+			t.Fatalf("newest event: %v", first)
+		}
+		if all := h.do("GET", "/api/billing/events", bearer(admin.token), nil); len(all.get("events").([]any)) != 10 {
+			t.Fatalf("all events: %s", all.raw)
+		}
+		for _, e := range h.do("GET", "/api/billing/events?limit=200", bearer(admin.token), nil).get("events").([]any) {
+			if m := e.(map[string]any); m["eventId"] == "evt_up2" && (m["status"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "price_unknown")) {
+				t.Fatalf("error entry: %v", m)
+			}
+		}
+		dev := h.signup("solo@example.com", "Solo Co")
+		if r := h.do("GET", "/api/billing/events", bearer(dev.token), nil); r.status != 200 || len(r.get("events").([]any)) != 0 {
+			t.Fatalf("another organization sees events: %s", r.raw)
+		}
+		expect(t, h.do("GET", "/api/billing/events?limit=0", bearer(admin.token), nil), 400, "Validation error")
+		expect(t, h.do("GET", "/api/billing/events", bearer(developer.token), nil), 403, "Forbidden")
+		key := h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"}).str("apiKey")
+		expect(t, h.do("GET", "/api/billing/events", apiKey(key), nil), 403, "API key not allowed")
+		expect(t, h.do("GET", "/api/billing/events?limit=x", bearer(admin.token), nil), 400, "Validation error")
 
 		// E-mails: to both admins, never to the developer.
 		mails := h.outbox()

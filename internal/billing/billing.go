@@ -6,6 +6,7 @@ package billing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -162,6 +163,21 @@ func (s *Service) OpenPortal(ctx context.Context, orgID string) (string, error) 
 		return "", errProvider
 	}
 	return url, nil
+}
+
+// MaxEventsListed bounds one answer of Events.
+const MaxEventsListed = 200
+
+// Events lists the organization's webhook log, newest first: which provider events arrived
+// and what became of them.
+func (s *Service) Events(ctx context.Context, orgID string, limit int) ([]store.BillingEvent, error) {
+	if !s.Configured() {
+		return nil, errNotConfigured
+	}
+	if limit <= 0 || limit > MaxEventsListed {
+		return nil, domain.BadRequest("Validation error", fmt.Sprintf("limit must be between 1 and %d", MaxEventsListed))
+	}
+	return s.Store.BillingEvents().List(ctx, orgID, limit)
 }
 
 // Subscription is the organization's plan and subscription as Verdict knows it.

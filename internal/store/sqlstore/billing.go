@@ -64,7 +64,7 @@ func (r billingEventRepo) Get(ctx context.Context, eventID string) (*store.Billi
 }
 
 func (r billingEventRepo) List(ctx context.Context, orgID string, limit int) ([]store.BillingEvent, error) {
-	q := `SELECT ` + billingEventColumns + ` FROM billing_events WHERE organization_id = ? ORDER BY processed_at DESC, event_id`
+	q := `SELECT ` + billingEventColumns + ` FROM billing_events WHERE organization_id = ? ORDER BY processed_at DESC, created_at DESC, event_id`
 	if limit <= 0 {
 		return list(ctx, r.s, scanBillingEvent, q, orgID)
 	}

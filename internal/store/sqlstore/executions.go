@@ -64,7 +64,9 @@ func nullInt(p *int) any {
 }
 
 // Create queues e as given (its Status is normally PENDING); ErrConflict when the organization
-// already has e.TaskID, or the ID is taken.
+// already has e.TaskID, or the ID is taken. The conflict is found with ON CONFLICT DO NOTHING,
+// not a unique violation, so that the caller's PostgreSQL transaction stays usable (to retry
+// with another generated taskId).
 func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	ensureID(&e.ID)
 	j, err := marshalJSON(e.ReportFolders, e.EnvNames, e.Summary, e.Tests, e.ReportDirs, e.Notes)
@@ -74,8 +76,9 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
-		_, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
@@ -83,6 +86,11 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 			j[2], j[3], j[4], e.ReportBytes, j[5])
 		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrConflict
 		}
 		_, err = s.exec(ctx, `INSERT INTO run_ledger (execution_id, organization_id, queued_at) VALUES (?, ?, ?)`,
 			e.ID, e.OrganizationID, millis(e.QueuedAt))

@@ -264,6 +264,20 @@ func testExecutions(t *testing.T, open Opener) {
 			Image: "x", Status: domain.ExecPending, QueuedAt: base})
 		wantErr(t, "ID in use", err, store.ErrConflict)
 
+		// A conflict inside a transaction leaves it usable: the caller retries with another taskId.
+		retried := &domain.Execution{ID: domain.NewID(), OrganizationID: a.ID, TaskID: "nightly-2", Image: "x",
+			Status: domain.ExecPending, QueuedAt: base}
+		must(t, f.s.InTx(f.ctx, func(tx store.Store) error {
+			err := tx.Executions().Create(f.ctx, &domain.Execution{ID: domain.NewID(), OrganizationID: a.ID,
+				TaskID: "nightly", Image: "x", Status: domain.ExecPending, QueuedAt: base})
+			wantErr(t, "taskId in use, in a transaction", err, store.ErrConflict)
+			return tx.Executions().Create(f.ctx, retried)
+		}))
+		equal(t, "run created after the conflict", f.getRun(a.ID, "nightly-2"), retried)
+		n, err := f.s.Executions().CountSince(f.ctx, a.ID, base)
+		must(t, err)
+		equal(t, "runs counted (a refused one leaves no ledger row)", n, 2)
+
 		// Cancelling or deleting one organization's run leaves the other's.
 		now := base.Add(time.Minute)
 		cancelled, err := f.s.Executions().RequestCancel(f.ctx, a.ID, "nightly", now)

@@ -9,9 +9,6 @@ import (
 	"verdict/internal/domain"
 )
 
-// maxWebhookBytes bounds a provider event; the provider's events are far smaller.
-const maxWebhookBytes = 1 << 20
-
 func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		PriceID string `json:"priceId"`
@@ -92,11 +89,12 @@ func (s *Server) billingEvents(w http.ResponseWriter, r *http.Request) {
 // stripeWebhook receives the payment provider's events. The signature covers the raw body,
 // so the body is read as bytes and handed over untouched.
 func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBytes))
+	// The provider's events are far below the API's body limit.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeDomainError(w, domain.BadRequest("Request body too large", "A webhook event must be at most 1 MiB"))
+			writeDomainError(w, errBodyTooLarge)
 			return
 		}
 		writeDomainError(w, domain.BadRequest("Invalid payload", "The request body could not be read"))

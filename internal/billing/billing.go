@@ -89,10 +89,8 @@ func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID,
 func (s *Service) resolvePrice(priceID, planID string) (domain.Plan, string, error) {
 	switch {
 	case priceID != "":
-		for plan, id := range s.Prices {
-			if id != "" && id == priceID {
-				return plan, id, nil
-			}
+		if plan := s.planForPrice(priceID); plan != "" {
+			return plan, priceID, nil
 		}
 		return "", "", domain.BadRequest("Invalid price", "priceId is not one of this server's plan prices")
 	case planID != "":
@@ -107,6 +105,16 @@ func (s *Service) resolvePrice(priceID, planID string) (domain.Plan, string, err
 		return plan, s.Prices[plan], nil
 	}
 	return "", "", domain.BadRequest("Missing required fields", "priceId or planId is required")
+}
+
+// planForPrice is the plan a configured price pays for, or "".
+func (s *Service) planForPrice(price string) domain.Plan {
+	for plan, id := range s.Prices {
+		if id != "" && id == price {
+			return plan
+		}
+	}
+	return ""
 }
 
 // customer returns the organization's provider customer, creating and storing it on first

@@ -300,10 +300,8 @@ func (s *Service) planOf(sub *stripe.Subscription) (domain.Plan, string) {
 				continue
 			}
 			price = it.Price.ID
-			for plan, id := range s.Prices {
-				if id != "" && id == price {
-					return plan, price
-				}
+			if plan := s.planForPrice(price); plan != "" {
+				return plan, price
 			}
 		}
 	}

@@ -71,7 +71,7 @@ func (s *Service) Invite(ctx context.Context, p *Principal, email string, role d
 		if err != nil {
 			return err
 		}
-		if err := s.seatAvailable(ctx, tx, org, reserved); err != nil {
+		if _, err := s.seatAvailable(ctx, tx, org, reserved); err != nil {
 			return err
 		}
 		inv := &domain.Invitation{ID: s.newID(), OrganizationID: p.OrgID, Email: email, Role: role,
@@ -201,7 +201,8 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 				return domain.BadRequest("Cannot leave as the last admin", "Make another member an admin of your current organization first")
 			}
 		}
-		if err := s.seatAvailable(ctx, tx, org, 0); err != nil {
+		members, err := s.seatAvailable(ctx, tx, org, 0)
+		if err != nil {
 			return err
 		}
 		now := s.clock()
@@ -213,7 +214,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		}
 		u.OrganizationID, u.Role = org.ID, inv.Role
 		out.Org, out.User = org, u
-		if err := s.membersJoined(ctx, tx, org); err != nil {
+		if err := s.memberJoined(ctx, tx, org, members); err != nil {
 			return err
 		}
 		return s.mailer.Welcome(ctx, tx.Outbox(), u, org)

@@ -74,6 +74,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 	user := &domain.User{ID: s.newID(), Email: in.Email, Name: in.Name, PasswordHash: hash,
 		Status: domain.UserActive, CreatedAt: now}
 	var org *domain.Organization
+	members := 0 // active members of the invitation's organization before this one joins
 	err = s.store.InTx(ctx, func(tx store.Store) error {
 		if _, err := tx.Users().GetByEmail(ctx, in.Email); err == nil {
 			return errEmailTaken
@@ -88,7 +89,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			if inv.Email != in.Email {
 				return domain.BadRequest("Invalid invitation token", "The invitation was sent to a different e-mail address")
 			}
-			if err := s.seatAvailable(ctx, tx, o, 0); err != nil {
+			if members, err = s.seatAvailable(ctx, tx, o, 0); err != nil {
 				return err
 			}
 			if err := tx.Invitations().SetStatus(ctx, o.ID, inv.ID, domain.InvitationPending, domain.InvitationAccepted, now); err != nil {
@@ -110,7 +111,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			return err
 		}
 		if in.InviteToken != "" {
-			if err := s.membersJoined(ctx, tx, org); err != nil {
+			if err := s.memberJoined(ctx, tx, org, members); err != nil {
 				return err
 			}
 		}
@@ -150,27 +151,24 @@ func (s *Service) usableInvitation(ctx context.Context, tx store.Store, token st
 	return inv, org, nil
 }
 
-// seatAvailable checks that one more member fits the plan; reserved counts pending
-// invitations that already hold a seat.
-func (s *Service) seatAvailable(ctx context.Context, tx store.Store, org *domain.Organization, reserved int) error {
+// seatAvailable checks that one more member fits the plan and returns the active members;
+// reserved counts pending invitations that already hold a seat.
+func (s *Service) seatAvailable(ctx context.Context, tx store.Store, org *domain.Organization, reserved int) (int, error) {
 	active, err := tx.Users().CountActive(ctx, org.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !domain.Allows(int64(org.Limits().MaxUsers), int64(active+reserved)) {
-		return errUserLimit
+		return 0, errUserLimit
 	}
-	return nil
+	return active, nil
 }
 
-// membersJoined raises the usage alerts that a new member may have set off.
-func (s *Service) membersJoined(ctx context.Context, tx store.Store, org *domain.Organization) error {
-	active, err := tx.Users().CountActive(ctx, org.ID)
-	if err != nil {
-		return err
-	}
-	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceUsers, Used: int64(active),
-		Before: int64(active - 1), Limit: int64(org.Limits().MaxUsers)})
+// memberJoined raises the usage alerts that one more member, after the active ones that
+// seatAvailable counted, may have set off.
+func (s *Service) memberJoined(ctx context.Context, tx store.Store, org *domain.Organization, before int) error {
+	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceUsers, Used: int64(before + 1),
+		Before: int64(before), Limit: int64(org.Limits().MaxUsers)})
 }
 
 // Login checks the credentials, honouring the lockout, and opens a session.

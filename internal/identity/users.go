@@ -74,13 +74,14 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 		"Cannot suspend the last admin", func(tx store.Store, u *domain.User) (string, map[string]any, error) {
 			old := u.Status
 			var org *domain.Organization // set when a suspended member comes back
+			members := 0
 			if old == domain.UserSuspended && status == domain.UserActive {
 				// A reactivated member takes a seat again, like one who joins.
 				var err error
 				if org, err = tx.Organizations().Get(ctx, p.OrgID); err != nil {
 					return "", nil, err
 				}
-				if err := s.seatAvailable(ctx, tx, org, 0); err != nil {
+				if members, err = s.seatAvailable(ctx, tx, org, 0); err != nil {
 					return "", nil, err
 				}
 			}
@@ -89,7 +90,7 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 				return "", nil, err
 			}
 			if org != nil {
-				if err := s.membersJoined(ctx, tx, org); err != nil {
+				if err := s.memberJoined(ctx, tx, org, members); err != nil {
 					return "", nil, err
 				}
 			}

@@ -57,10 +57,29 @@ type Config struct {
 	RunPids        int     `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
 	DefaultImage   string  `env:"VERDICT_DEFAULT_IMAGE"`
 	DefaultBaseURL string  `env:"VERDICT_DEFAULT_BASE_URL"`
+	// RunDiskMB bounds a run container's writable layer; 0 means no bound.
+	RunDiskMB int `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
+	// RunNetwork is the engine network every run container joins, created by Verdict with
+	// container-to-container traffic off so runs cannot reach each other.
+	RunNetwork string `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
+	// RunBlockedCIDRs are destinations no run may reach (cloud metadata by default).
+	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+	// AllowedImages are the image patterns any run may use; empty allows every image.
+	AllowedImages []string `env:"VERDICT_ALLOWED_IMAGES" envSeparator:","`
+	// PlanTimeouts caps a run's timeoutSeconds per plan: "free=15m,team=2h,enterprise=24h".
+	PlanTimeouts string `env:"VERDICT_PLAN_TIMEOUTS" envDefault:"free=15m,team=2h,enterprise=24h"`
+
+	// ReportsURL is a separate origin serving reports (no cookies of the API's); empty serves
+	// them from PublicURL.
+	ReportsURL string `env:"VERDICT_REPORTS_URL"`
+	// BodyTimeout bounds the time to read a request's body (streams are exempt).
+	BodyTimeout time.Duration `env:"VERDICT_BODY_TIMEOUT" envDefault:"30s"`
 
 	// Derived by Load.
-	Proxies []netip.Prefix `env:"-"`
-	EncKey  []byte         `env:"-"`
+	Proxies     []netip.Prefix           `env:"-"`
+	EncKey      []byte                   `env:"-"`
+	BlockedNets []netip.Prefix           `env:"-"` // RunBlockedCIDRs parsed
+	Timeouts    map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
 }
 
 // Load reads the environment, fills dev-mode secrets, and validates.
@@ -153,6 +172,58 @@ func (c *Config) finish() error {
 	}
 	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
 		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
+	}
+	if c.RunDiskMB < 0 {
+		bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")
+	}
+	if c.RunNetwork == "" || len(c.RunNetwork) > 15 || strings.ContainsAny(c.RunNetwork, " /:") {
+		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", c.RunNetwork)
+	}
+	for _, p := range c.RunBlockedCIDRs {
+		if p = strings.TrimSpace(p); p == "" || p == "none" {
+			continue
+		}
+		pre, err := netip.ParsePrefix(p)
+		if err != nil {
+			bad("VERDICT_RUN_BLOCKED_CIDRS", "%q is not a CIDR", p)
+			continue
+		}
+		c.BlockedNets = append(c.BlockedNets, pre.Masked())
+	}
+	var images []string
+	for _, p := range c.AllowedImages {
+		if p = strings.TrimSpace(p); p != "" {
+			images = append(images, p)
+		}
+	}
+	c.AllowedImages = images
+	c.Timeouts = map[string]time.Duration{}
+	for _, kv := range strings.Split(c.PlanTimeouts, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		plan, d, _ := strings.Cut(kv, "=")
+		dur, err := time.ParseDuration(strings.TrimSpace(d))
+		plan = strings.TrimSpace(plan)
+		if err != nil || dur < time.Minute || dur > 7*24*time.Hour || (plan != "free" && plan != "team" && plan != "enterprise") {
+			bad("VERDICT_PLAN_TIMEOUTS", "want plan=duration pairs (free, team, enterprise; 1m to 168h), got %q", kv)
+			continue
+		}
+		c.Timeouts[plan] = dur
+	}
+	if c.ReportsURL != "" {
+		c.ReportsURL = strings.TrimRight(c.ReportsURL, "/")
+		u, err := url.Parse(c.ReportsURL)
+		pub, _ := url.Parse(c.PublicURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/"):
+			bad("VERDICT_REPORTS_URL", "want an http(s) origin such as https://reports.example.com, got %q", c.ReportsURL)
+		case pub != nil && strings.EqualFold(u.Host, pub.Host):
+			bad("VERDICT_REPORTS_URL", "must be another origin than VERDICT_PUBLIC_URL (a different host name)")
+		}
+	}
+	if c.BodyTimeout < time.Second {
+		bad("VERDICT_BODY_TIMEOUT", "want at least 1s")
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

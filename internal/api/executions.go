@@ -168,18 +168,23 @@ func (s *Server) deleteExecution(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) configDefaults(w http.ResponseWriter, r *http.Request) {
+	timeout, err := s.runs.OrgDefaultTimeout(r.Context(), principalFrom(r))
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch defaults")
+		return
+	}
 	ok(w, obj{"data": obj{"image": s.runs.DefaultImage, "baseUrl": s.runs.DefaultBaseURL, "folder": "all",
-		"environment": "development", "timeoutSeconds": int(domain.DefaultTimeout / time.Second)}})
+		"environment": "development", "timeoutSeconds": int(timeout / time.Second)}})
 }
 
 func (s *Server) testsStructure(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	image, dirs, err := s.runs.TestsStructure(r.Context(), principalFrom(r), q.Get("image"), q.Get("projectId"))
+	ts, err := s.runs.TestsStructure(r.Context(), principalFrom(r), q.Get("image"), q.Get("projectId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to read test structure")
 		return
 	}
-	ok(w, obj{"data": obj{"image": image, "root": "/app/tests", "folders": nonNil(dirs)}})
+	ok(w, obj{"data": obj{"image": ts.Image, "root": "/app/tests", "folders": nonNil(ts.Folders), "note": nullable(ts.Note)}})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

@@ -23,23 +23,25 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request, patc
 		return
 	}
 	ok(w, obj{"message": message, "organization": obj{"id": org.ID, "name": org.Name,
-		"aiAnalysisEnabled": org.AIAnalysisEnabled, "features": org.Features}})
+		"aiAnalysisEnabled": org.AIAnalysisEnabled, "features": org.Features, "allowedImages": nonNil(org.AllowedImages)}})
 }
 
 func (s *Server) patchOrganization(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name              *string `json:"name"`
-		AIAnalysisEnabled *bool   `json:"aiAnalysisEnabled"`
+		Name              *string   `json:"name"`
+		AIAnalysisEnabled *bool     `json:"aiAnalysisEnabled"`
+		AllowedImages     *[]string `json:"allowedImages"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		writeDomainError(w, err)
 		return
 	}
-	if in.Name == nil && in.AIAnalysisEnabled == nil {
-		writeDomainError(w, domain.BadRequest("Missing required fields", "Send name and/or aiAnalysisEnabled"))
+	if in.Name == nil && in.AIAnalysisEnabled == nil && in.AllowedImages == nil {
+		writeDomainError(w, domain.BadRequest("Missing required fields", "Send name, aiAnalysisEnabled and/or allowedImages"))
 		return
 	}
-	s.updateOrganization(w, r, identity.OrganizationPatch{Name: in.Name, AIAnalysisEnabled: in.AIAnalysisEnabled}, "Organization updated")
+	s.updateOrganization(w, r, identity.OrganizationPatch{Name: in.Name, AIAnalysisEnabled: in.AIAnalysisEnabled,
+		AllowedImages: in.AllowedImages}, "Organization updated")
 }
 
 func (s *Server) patchAIAnalysis(w http.ResponseWriter, r *http.Request) {

@@ -47,11 +47,13 @@ type Deps struct {
 	// SecureCookies marks report cookies Secure (the public URL is https).
 	SecureCookies bool
 	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
-	Mounts  map[string]http.Handler
-	Ready   []Checker
-	Log     *slog.Logger
-	Clock   domain.Clock
-	Version string
+	Mounts map[string]http.Handler
+	Ready  []Checker
+	// BodyTimeout bounds the time to receive a request body (0: unbounded).
+	BodyTimeout time.Duration
+	Log         *slog.Logger
+	Clock       domain.Clock
+	Version     string
 }
 
 // Server routes requests to handlers.
@@ -67,6 +69,7 @@ type Server struct {
 	limits        RateLimits
 	proxies       []netip.Prefix
 	ready         []Checker
+	bodyTimeout   time.Duration
 	log           *slog.Logger
 	clock         domain.Clock
 	version       string
@@ -88,7 +91,7 @@ func New(d Deps) *Server {
 		d.Clock = domain.SystemClock
 	}
 	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
-		proxies: d.Proxies, ready: d.Ready, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+		proxies: d.Proxies, ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	for pattern, h := range d.Mounts {
 		s.Mount(pattern, h)
@@ -100,6 +103,7 @@ func New(d Deps) *Server {
 // ServeHTTP serves the API. Socket.IO goes straight to its handler: its websocket upgrade
 // needs the connection itself, which the status-recording wrapper does not offer.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	limitBodyTime(w, r, s.bodyTimeout)
 	if strings.HasPrefix(r.URL.Path, "/socket.io/") {
 		s.mux.ServeHTTP(w, r)
 		return

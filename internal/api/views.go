@@ -33,7 +33,7 @@ func limitsView(o *domain.Organization) obj {
 func orgView(o *domain.Organization, userCount int) obj {
 	return obj{"id": o.ID, "name": o.Name, "slug": o.Slug, "plan": o.Plan, "limits": limitsView(o),
 		"userCount": userCount, "userLimit": o.Limits().MaxUsers, "aiAnalysisEnabled": o.AIAnalysisEnabled,
-		"features": o.Features, "createdAt": ts(o.CreatedAt)}
+		"features": o.Features, "allowedImages": nonNil(o.AllowedImages), "createdAt": ts(o.CreatedAt)}
 }
 
 func sessionView(s *identity.Session) obj {

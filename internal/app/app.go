@@ -179,7 +179,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.backend = backend
 	a.events = events
 	a.runs = &executions.Service{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
-		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL}
+		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
+		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
 	ids.SetRunCounter(a.runs)
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
@@ -202,6 +203,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		RateLimits:    o.RateLimits,
 		Proxies:       cfg.Proxies,
 		Ready:         a.readiness(),
+		BodyTimeout:   cfg.BodyTimeout,
 		Log:           log,
 		Clock:         clock,
 		Version:       o.Version,
@@ -255,6 +257,15 @@ func (a *App) CloseRealtime() { _ = a.hub.Close() }
 
 // Runner is the embedded runner, nil when VERDICT_RUNNER=none.
 func (a *App) Runner() *run.Runner { return a.runner }
+
+// planTimeouts keys the configured timeout caps by plan.
+func planTimeouts(byName map[string]time.Duration) map[domain.Plan]time.Duration {
+	m := make(map[domain.Plan]time.Duration, len(byName))
+	for name, d := range byName {
+		m[domain.Plan(name)] = d
+	}
+	return m
+}
 
 // deriveKey derives a purpose-bound key from a secret.
 func deriveKey(secret, purpose string) []byte {

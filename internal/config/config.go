@@ -66,7 +66,8 @@ type Config struct {
 	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
 	// AllowedImages are the image patterns any run may use; empty allows every image.
 	AllowedImages []string `env:"VERDICT_ALLOWED_IMAGES" envSeparator:","`
-	// PlanTimeouts caps a run's timeoutSeconds per plan: "free=15m,team=2h,enterprise=24h".
+	// PlanTimeouts caps a run's timeoutSeconds per plan: "free=15m,team=2h,enterprise=24h"; a
+	// plan left out keeps its default.
 	PlanTimeouts string `env:"VERDICT_PLAN_TIMEOUTS" envDefault:"free=15m,team=2h,enterprise=24h"`
 
 	// ReportsURL is a separate origin serving reports (no cookies of the API's); empty serves
@@ -197,7 +198,8 @@ func (c *Config) finish() error {
 		}
 	}
 	c.AllowedImages = images
-	c.Timeouts = map[string]time.Duration{}
+	// A plan the setting leaves out keeps its default cap.
+	c.Timeouts = map[string]time.Duration{"free": 15 * time.Minute, "team": 2 * time.Hour, "enterprise": 24 * time.Hour}
 	for _, kv := range strings.Split(c.PlanTimeouts, ",") {
 		if kv = strings.TrimSpace(kv); kv == "" {
 			continue

@@ -31,12 +31,21 @@ func TestLoadDefaultsAndStripe(t *testing.T) {
 
 func TestLoadRefusesBadValuesByName(t *testing.T) {
 	for name, c := range map[string]struct{ key, value, want string }{
-		"api base scheme":  {"STRIPE_API_BASE", "ftp://x", "STRIPE_API_BASE"},
-		"api base garbage": {"STRIPE_API_BASE", "::", "STRIPE_API_BASE"},
-		"public url":       {"VERDICT_PUBLIC_URL", "verdict.example", "VERDICT_PUBLIC_URL"},
-		"runner":           {"VERDICT_RUNNER", "remote", "VERDICT_RUNNER"},
-		"smtp tls":         {"SMTP_TLS", "ssl", "SMTP_TLS"},
-		"database":         {"DATABASE_URL", "mysql://x", "DATABASE_URL"},
+		"api base scheme":   {"STRIPE_API_BASE", "ftp://x", "STRIPE_API_BASE"},
+		"api base garbage":  {"STRIPE_API_BASE", "::", "STRIPE_API_BASE"},
+		"public url":        {"VERDICT_PUBLIC_URL", "verdict.example", "VERDICT_PUBLIC_URL"},
+		"runner":            {"VERDICT_RUNNER", "remote", "VERDICT_RUNNER"},
+		"smtp tls":          {"SMTP_TLS", "ssl", "SMTP_TLS"},
+		"database":          {"DATABASE_URL", "mysql://x", "DATABASE_URL"},
+		"disk":              {"VERDICT_RUN_DISK_MB", "-1", "VERDICT_RUN_DISK_MB"},
+		"network name":      {"VERDICT_RUN_NETWORK", "a-network-name-too-long", "VERDICT_RUN_NETWORK"},
+		"blocked cidr":      {"VERDICT_RUN_BLOCKED_CIDRS", "169.254.0.0/16,metadata", "VERDICT_RUN_BLOCKED_CIDRS"},
+		"plan timeout":      {"VERDICT_PLAN_TIMEOUTS", "free=15", "VERDICT_PLAN_TIMEOUTS"},
+		"unknown plan":      {"VERDICT_PLAN_TIMEOUTS", "gold=1h", "VERDICT_PLAN_TIMEOUTS"},
+		"reports url":       {"VERDICT_REPORTS_URL", "reports.example.com", "VERDICT_REPORTS_URL"},
+		"reports url path":  {"VERDICT_REPORTS_URL", "https://reports.example.com/r", "VERDICT_REPORTS_URL"},
+		"reports same host": {"VERDICT_REPORTS_URL", "http://127.0.0.1:8080", "VERDICT_REPORTS_URL"},
+		"body timeout":      {"VERDICT_BODY_TIMEOUT", "10ms", "VERDICT_BODY_TIMEOUT"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			env := base()
@@ -51,5 +60,34 @@ func TestLoadRefusesBadValuesByName(t *testing.T) {
 	env["STRIPE_PRICE_TEAM"], env["STRIPE_PRICE_ENTERPRISE"] = "price_same", "price_same"
 	if _, err := LoadFrom(env); err == nil || !strings.Contains(err.Error(), "STRIPE_PRICE_ENTERPRISE") {
 		t.Fatalf("equal prices: %v", err)
+	}
+}
+
+func TestHardeningSettings(t *testing.T) {
+	c, err := LoadFrom(base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RunDiskMB != 10240 || c.RunNetwork != "verdict-runs" || len(c.BlockedNets) != 1 || c.BlockedNets[0].String() != "169.254.0.0/16" ||
+		c.AllowedImages != nil || c.ReportsURL != "" || c.BodyTimeout.Seconds() != 30 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.Timeouts["free"].Minutes() != 15 || c.Timeouts["team"].Hours() != 2 || c.Timeouts["enterprise"].Hours() != 24 {
+		t.Fatalf("plan timeouts: %v", c.Timeouts)
+	}
+	env := base()
+	env["VERDICT_PLAN_TIMEOUTS"] = "free=5m"
+	env["VERDICT_ALLOWED_IMAGES"] = " registry.example.com/qa/* , ,verdict-examples/*"
+	env["VERDICT_RUN_BLOCKED_CIDRS"] = "none"
+	env["VERDICT_REPORTS_URL"] = "https://reports.example.com/"
+	if c, err = LoadFrom(env); err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeouts["free"].Minutes() != 5 || c.Timeouts["team"].Hours() != 2 {
+		t.Fatalf("a plan left out must keep its cap: %v", c.Timeouts)
+	}
+	if strings.Join(c.AllowedImages, "|") != "registry.example.com/qa/*|verdict-examples/*" || len(c.BlockedNets) != 0 ||
+		c.ReportsURL != "https://reports.example.com" {
+		t.Fatalf("config: %+v", c)
 	}
 }

@@ -92,6 +92,9 @@ type Organization struct {
 	Billing           Billing
 	StorageUsedBytes  int64
 	CreatedAt         time.Time
+	// AllowedImages are the organization's image patterns, narrowing the server's; empty: the
+	// server's alone (see ImageAllowed).
+	AllowedImages []string
 }
 
 // Limits returns the organization's plan limits.

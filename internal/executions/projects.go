@@ -133,6 +133,9 @@ func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old [
 			return domain.BadRequest("Validation error", "image is too long")
 		}
 		proj.Image = strings.TrimSpace(*in.Image)
+		if proj.Image != "" && !domain.ValidImage(proj.Image) {
+			return domain.BadRequest("Validation error", "image "+quote(proj.Image)+" is not a valid image reference (e.g. registry.example.com/team/suite:1.2)")
+		}
 	}
 	if in.DefaultFolder != nil {
 		if err := validateFolder(*in.DefaultFolder); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/run"
 	"verdict/internal/store"
 )
 
@@ -154,13 +155,23 @@ func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image stri
 	return m, nil
 }
 
+// TestsStructure is what GET /api/tests-structure answers.
+type TestsStructure struct {
+	Image   string
+	Folders []string
+	Note    string // why no folders were found, when none were
+}
+
 // TestsStructure lists the test folders under /app/tests of an image (or a project's image),
-// read from the image without running it.
-func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (string, []string, error) {
+// read from the image without running it. The image must pass the image policy. Only members
+// who may run suites make the engine pull an image it lacks: a viewer's request never reaches a
+// registry. The engine's own error text goes to the log, never to the caller (it can tell an
+// open port from a closed one).
+func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*TestsStructure, error) {
 	if projectID != "" {
 		proj, err := s.Store.Projects().Get(ctx, p.OrgID, projectID)
 		if err != nil {
-			return "", nil, notFound(err, errProject404)
+			return nil, notFound(err, errProject404)
 		}
 		if image == "" {
 			image = proj.Image
@@ -170,14 +181,38 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 		image = s.DefaultImage
 	}
 	if image == "" {
-		return "", nil, domain.BadRequest("Missing required fields", "image or projectId is required")
+		return nil, domain.BadRequest("Missing required fields", "image or projectId is required")
+	}
+	if !domain.ValidImage(image) {
+		return nil, domain.BadRequest("Validation error", "image "+quote(image)+" is not a valid image reference")
+	}
+	org, err := s.Store.Organizations().Get(ctx, p.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if !s.imageAllowed(image, org) {
+		return nil, errImageNotAllowed(image)
 	}
 	if s.Backend == nil {
-		return "", nil, domain.Unavailable("Runner unavailable", "No Docker engine is configured")
+		return nil, domain.Unavailable("Runner unavailable", "No Docker engine is configured")
 	}
-	dirs, err := s.Backend.ListDir(ctx, image, "/app/tests")
-	if err != nil {
-		return "", nil, domain.NewError(502, "Image inspection failed", "Could not read test folders of "+image+": "+err.Error())
+	const root = "/app/tests"
+	dirs, err := s.Backend.ListDir(ctx, image, root, p.CanWrite())
+	switch {
+	case errors.Is(err, run.ErrPathNotFound):
+		return &TestsStructure{Image: image, Folders: []string{}, Note: "The image has no " + root + " folder"}, nil
+	case errors.Is(err, run.ErrImageNotFound):
+		if !p.CanWrite() {
+			return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on the Docker engine (viewers cannot make it pull images)")
+		}
+		return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on the Docker engine and could not be pulled")
+	case err != nil:
+		s.Log.Warn("reading an image's test folders failed", "image", image, "err", err)
+		return nil, domain.NewError(502, "Image inspection failed", "The Docker engine could not read the test folders of "+quote(image))
 	}
-	return image, dirs, nil
+	out := &TestsStructure{Image: image, Folders: dirs}
+	if len(dirs) == 0 {
+		out.Note = "The " + root + " folder of the image has no sub-folders"
+	}
+	return out, nil
 }

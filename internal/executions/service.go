@@ -37,6 +37,11 @@ type Service struct {
 	// Defaults for runs that name neither image nor project.
 	DefaultImage   string
 	DefaultBaseURL string
+	// AllowedImages are the server's image patterns (empty: every image); an organization's own
+	// narrow them (domain.ImageAllowed).
+	AllowedImages []string
+	// PlanTimeouts cap a run's timeout per plan; a plan without an entry is capped at 24 h.
+	PlanTimeouts map[domain.Plan]time.Duration
 }
 
 var (
@@ -45,6 +50,38 @@ var (
 	errReadOnly     = domain.Forbidden("Forbidden", "Viewers cannot start, cancel or delete runs, or change projects")
 	errReservedName = "is reserved by the container contract (BASE_URL, TASK_ID, CI, FRAMEWORK_AGNOSTIC)"
 )
+
+// errImageNotAllowed says which rule refused an image without telling which images are allowed.
+func errImageNotAllowed(image string) *domain.Error {
+	return domain.Forbidden("Image not allowed", "The image "+quote(image)+" is not allowed by this server's or your organization's image policy")
+}
+
+// imageAllowed applies the server's and the organization's image policy.
+func (s *Service) imageAllowed(image string, org *domain.Organization) bool {
+	return domain.ImageAllowed(image, s.AllowedImages, org.AllowedImages)
+}
+
+// TimeoutCap is the longest timeout a run of the plan may have.
+func (s *Service) TimeoutCap(plan domain.Plan) time.Duration {
+	if d, ok := s.PlanTimeouts[plan]; ok {
+		return d
+	}
+	return maxTimeoutSeconds * time.Second
+}
+
+// DefaultTimeout is the timeout of a run that sets none: the house default, within the plan's cap.
+func (s *Service) DefaultTimeout(plan domain.Plan) time.Duration {
+	return min(domain.DefaultTimeout, s.TimeoutCap(plan))
+}
+
+// OrgDefaultTimeout is DefaultTimeout for the caller's organization's plan.
+func (s *Service) OrgDefaultTimeout(ctx context.Context, p *identity.Principal) (time.Duration, error) {
+	org, err := s.Store.Organizations().Get(ctx, p.OrgID)
+	if err != nil {
+		return 0, err
+	}
+	return s.DefaultTimeout(org.Plan), nil
+}
 
 // CountRunsSince counts the runs an organization queued since a moment (plan usage).
 func (s *Service) CountRunsSince(ctx context.Context, orgID string, since time.Time) (int, error) {
@@ -120,11 +157,11 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 	if e.Image == "" {
 		return nil, domain.BadRequest("Missing required fields", "image is required unless projectId names a project with an image")
 	}
+	if !domain.ValidImage(e.Image) {
+		return nil, domain.BadRequest("Validation error", "image "+quote(e.Image)+" is not a valid image reference (e.g. registry.example.com/team/suite:1.2)")
+	}
 	if e.BaseURL == "" {
 		e.BaseURL = s.DefaultBaseURL
-	}
-	if e.TimeoutSeconds == 0 {
-		e.TimeoutSeconds = int(domain.DefaultTimeout / time.Second)
 	}
 	for k, v := range in.EnvVars {
 		if err := validateEnv(k, v); err != nil {
@@ -151,6 +188,20 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		org, err := tx.Organizations().Get(ctx, p.OrgID)
 		if err != nil {
 			return err
+		}
+		if !s.imageAllowed(e.Image, org) {
+			return errImageNotAllowed(e.Image)
+		}
+		// An explicit timeout past the plan's cap is refused; one from the project or the
+		// default is brought within it.
+		limit := int(s.TimeoutCap(org.Plan) / time.Second)
+		switch {
+		case in.TimeoutSeconds > limit:
+			return domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be at most %d on the %s plan", limit, org.Plan))
+		case e.TimeoutSeconds == 0:
+			e.TimeoutSeconds = int(s.DefaultTimeout(org.Plan) / time.Second)
+		case e.TimeoutSeconds > limit:
+			e.TimeoutSeconds = limit
 		}
 		start, _ := domain.BillingPeriod(org, e.QueuedAt)
 		used, err := tx.Executions().CountSince(ctx, p.OrgID, start)

@@ -2,6 +2,8 @@ package identity
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +31,8 @@ type OrganizationPatch struct {
 	Name              *string
 	AIAnalysisEnabled *bool
 	AutomationPlanner *bool
+	// AllowedImages replaces the organization's image patterns; an empty list removes them.
+	AllowedImages *[]string
 }
 
 // UpdateOrganization applies a settings change (admin only) and writes it to the audit log.
@@ -42,6 +46,16 @@ func (s *Service) UpdateOrganization(ctx context.Context, p *Principal, patch Or
 			return nil, domain.BadRequest("Invalid organization name", "name must have 2 to 100 characters")
 		}
 		patch.Name = &n
+	}
+	if patch.AllowedImages != nil {
+		if len(*patch.AllowedImages) > domain.MaxImagePatterns {
+			return nil, domain.BadRequest("Validation error", fmt.Sprintf("allowedImages holds at most %d patterns", domain.MaxImagePatterns))
+		}
+		for _, p := range *patch.AllowedImages {
+			if !domain.ValidImagePattern(p) {
+				return nil, domain.BadRequest("Validation error", fmt.Sprintf("allowedImages: %q is not an image pattern (an image reference in which * stands for any characters)", p))
+			}
+		}
 	}
 	var org *domain.Organization
 	err := s.store.InTx(ctx, func(tx store.Store) error {
@@ -64,6 +78,16 @@ func (s *Service) UpdateOrganization(ctx context.Context, p *Principal, patch Or
 		if patch.AutomationPlanner != nil && *patch.AutomationPlanner != o.Features.AIFeatures.AutomationPlanner {
 			changes["features.aiFeatures.automationPlanner"] = map[string]any{"from": o.Features.AIFeatures.AutomationPlanner, "to": *patch.AutomationPlanner}
 			o.Features.AIFeatures.AutomationPlanner = *patch.AutomationPlanner
+		}
+		if patch.AllowedImages != nil && !slices.Equal(*patch.AllowedImages, o.AllowedImages) {
+			changes["allowedImages"] = map[string]any{"from": o.AllowedImages, "to": *patch.AllowedImages}
+			o.AllowedImages = slices.Clone(*patch.AllowedImages)
+			if len(o.AllowedImages) == 0 {
+				o.AllowedImages = nil
+			}
+			if err := tx.Organizations().SetAllowedImages(ctx, o.ID, o.AllowedImages); err != nil {
+				return err
+			}
 		}
 		org = o
 		if len(changes) == 0 {

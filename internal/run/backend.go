@@ -77,8 +77,9 @@ type Backend interface {
 	// List returns the containers carrying all of the given labels.
 	List(ctx context.Context, labels map[string]string) ([]Container, error)
 	// ListDir lists the directories directly under path inside an image without running it
-	// (used by tests-structure).
-	ListDir(ctx context.Context, image, path string) ([]string, error)
+	// (used by tests-structure). With pull false an image the engine lacks is ErrImageNotFound
+	// and no registry is asked.
+	ListDir(ctx context.Context, image, path string, pull bool) ([]string, error)
 }
 
 // ErrPathNotFound: CopyOut's path does not exist in the container.

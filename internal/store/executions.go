@@ -51,10 +51,12 @@ type ExecutionRepo interface {
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error)                 // runs queued since
 	CountActive(ctx context.Context, orgID string) (int, error)                                 // RUNNING or ANALYZING
 
-	// Claim atomically moves the oldest PENDING execution of any organization with a free run
-	// slot to RUNNING for runnerID, with a lease until leaseUntil. Slots per organization come
-	// from limitFor(plan). FIFO within an organization; an organization at its limit is skipped,
-	// so its backlog never blocks another's. Nil, nil when nothing is claimable.
+	// Claim atomically moves a PENDING execution to RUNNING for runnerID, with a lease until
+	// leaseUntil: among organizations with a free run slot, one with the fewest runs going, and
+	// its oldest run (fair share: a long-running tenant never holds every slot as others queue).
+	// Slots per organization come from limitFor(plan). FIFO within an organization; an
+	// organization at its limit is skipped, so its backlog never blocks another's. Nil, nil
+	// when nothing is claimable.
 	Claim(ctx context.Context, runnerID string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
 	// SetQueueReason records why a PENDING run waits.
 	SetQueueReason(ctx context.Context, id, reason string) error

@@ -69,6 +69,8 @@ type OrganizationRepo interface {
 	Lock(ctx context.Context, id string) error
 	UpdateSettings(ctx context.Context, id, name string, aiAnalysisEnabled bool, features domain.Features) error
 	UpdatePlan(ctx context.Context, id string, plan domain.Plan, billing domain.Billing) error
+	// SetAllowedImages replaces the organization's image patterns.
+	SetAllowedImages(ctx context.Context, id string, patterns []string) error
 	AddStorageUsed(ctx context.Context, id string, delta int64) error
 }
 

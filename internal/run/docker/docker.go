@@ -367,10 +367,18 @@ const labelListDir = "dev.verdict.listdir"
 const listDirEntrypoint = "/verdict-listdir-never-started"
 
 // ListDir lists the directories directly under p inside the image, sorted, without running the
-// image: it creates a container (pulling the image if absent), copies p out and removes it.
-func (b *Backend) ListDir(ctx context.Context, image, p string) ([]string, error) {
-	if err := b.EnsureImage(ctx, image); err != nil {
-		return nil, err
+// image: it creates a container (pulling the image if absent and pull is set), copies p out and
+// removes it.
+func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]string, error) {
+	if pull {
+		if err := b.EnsureImage(ctx, image); err != nil {
+			return nil, err
+		}
+	} else if _, err := b.cli.ImageInspect(ctx, image); err != nil {
+		if cerrdefs.IsNotFound(err) || cerrdefs.IsInvalidArgument(err) {
+			return nil, fmt.Errorf("%w: %s is not on the engine", run.ErrImageNotFound, image)
+		}
+		return nil, fmt.Errorf("inspect image %s: %w", image, err)
 	}
 	hc := b.hostConfig(b.resources(ctx, run.Resources{}))
 	hc.NetworkMode = "none"

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -488,18 +489,40 @@ func TestListDir(t *testing.T) {
 	b := newBackend(t)
 	ctx := ctxFor(t, time.Minute)
 	needImage(t, b, imagePass)
-	dirs, err := b.ListDir(ctx, imagePass, "/app/tests")
+	dirs, err := b.ListDir(ctx, imagePass, "/app/tests", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dirs, []string{"api", "ui"}) {
 		t.Errorf("ListDir = %q, want [api ui]", dirs)
 	}
-	if _, err := b.ListDir(ctx, imagePass, "/app/nothing-here"); !errors.Is(err, run.ErrPathNotFound) {
+	if _, err := b.ListDir(ctx, imagePass, "/app/nothing-here", false); !errors.Is(err, run.ErrPathNotFound) {
 		t.Errorf("ListDir of a missing path: %v, want ErrPathNotFound", err)
 	}
-	if _, err := b.ListDir(ctx, "127.0.0.1:1/verdict/missing:latest", "/app/tests"); !errors.Is(err, run.ErrImageNotFound) {
+	if _, err := b.ListDir(ctx, "127.0.0.1:1/verdict/missing:latest", "/app/tests", true); !errors.Is(err, run.ErrImageNotFound) {
 		t.Errorf("ListDir of a missing image: %v, want ErrImageNotFound", err)
+	}
+	// Without pull, an absent image is not found at once: the engine asks no registry (here a
+	// listener that fails the test if anything connects).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	contacted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			contacted <- struct{}{}
+		}
+	}()
+	if _, err := b.ListDir(ctx, ln.Addr().String()+"/verdict/missing:latest", "/app/tests", false); !errors.Is(err, run.ErrImageNotFound) {
+		t.Errorf("ListDir without pull of a missing image: %v, want ErrImageNotFound", err)
+	}
+	select {
+	case <-contacted:
+		t.Error("ListDir without pull contacted the registry")
+	case <-time.After(300 * time.Millisecond):
 	}
 }
 
@@ -508,7 +531,7 @@ func TestRealPytestSuite(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	if dirs, err := b.ListDir(ctx, imagePytest, "/app/tests"); err != nil || !slices.Equal(dirs, []string{"api", "ui"}) {
+	if dirs, err := b.ListDir(ctx, imagePytest, "/app/tests", false); err != nil || !slices.Equal(dirs, []string{"api", "ui"}) {
 		t.Errorf("ListDir = %q, %v", dirs, err)
 	}
 	for _, tc := range []struct {

@@ -174,9 +174,12 @@ var knownPlans = []domain.Plan{domain.PlanFree, domain.PlanTeam, domain.PlanEnte
 // ("verdict" and 1 as bytes). Goose's migration lock uses another key.
 const claimLockKey int64 = 0x7665726469637401
 
-// claimCandidate picks the oldest PENDING run whose organization has a free slot. The slots
-// of each organization come from a CASE over its plan whose values are parameters (from
-// limitFor), negative meaning unlimited; the slots in use are counted once per organization.
+// claimCandidate picks, among PENDING runs whose organization has a free slot, a run of the
+// organization with the fewest runs going, oldest first: runner slots are shared fairly, so an
+// organization with nothing running goes before the third run of one that has two, however
+// long the others' runs last. The slots of each organization come from a CASE over its plan
+// whose values are parameters (from limitFor), negative meaning unlimited; the slots in use are
+// counted once per organization.
 var claimCandidate = func() string {
 	var c strings.Builder
 	c.WriteString("CASE plan")
@@ -189,10 +192,10 @@ var claimCandidate = func() string {
 		LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM executions WHERE status IN (?, ?)
 			GROUP BY organization_id) a ON a.organization_id = e.organization_id
 		WHERE e.status = ? AND (o.slots < 0 OR COALESCE(a.n, 0) < o.slots)
-		ORDER BY e.queued_at, e.id LIMIT 1`
+		ORDER BY COALESCE(a.n, 0), e.queued_at, e.id LIMIT 1`
 }()
 
-// Claim moves the oldest claimable PENDING run to RUNNING for runnerID. Choosing the run and
+// Claim moves the next claimable PENDING run (see claimCandidate) to RUNNING for runnerID. Choosing the run and
 // taking it happen in one transaction that no other claim can interleave with: on SQLite the
 // transaction holds the database's write lock from BEGIN; on PostgreSQL every claim first takes
 // one transaction-scoped advisory lock, so claims run one at a time across all replicas and

@@ -11,16 +11,22 @@ import (
 type orgRepo struct{ s *Store }
 
 const orgColumns = `id, name, slug, plan, ai_analysis_enabled, features, provider_customer_id, billing,
-	storage_used_bytes, created_at`
+	storage_used_bytes, created_at, allowed_images`
 
 func scanOrg(r scanner) (*domain.Organization, error) {
 	var o domain.Organization
-	var features, billing string
+	var features, billing, images string
 	var customerID sql.NullString
 	var created int64
 	if err := r.Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.AIAnalysisEnabled, &features, &customerID, &billing,
-		&o.StorageUsedBytes, &created); err != nil {
+		&o.StorageUsedBytes, &created, &images); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(images), &o.AllowedImages); err != nil {
+		return nil, err
+	}
+	if len(o.AllowedImages) == 0 {
+		o.AllowedImages = nil
 	}
 	if err := json.Unmarshal([]byte(features), &o.Features); err != nil {
 		return nil, err
@@ -54,9 +60,13 @@ func (r orgRepo) Create(ctx context.Context, o *domain.Organization) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	images, err := imagesJSON(o.AllowedImages)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		o.ID, o.Name, o.Slug, o.Plan, o.AIAnalysisEnabled, string(features), customerID, billing,
-		o.StorageUsedBytes, millis(o.CreatedAt))
+		o.StorageUsedBytes, millis(o.CreatedAt), images)
 	return err
 }
 
@@ -85,6 +95,23 @@ func (r orgRepo) UpdateSettings(ctx context.Context, id, name string, aiAnalysis
 	}
 	return r.s.execOne(ctx, `UPDATE organizations SET name = ?, ai_analysis_enabled = ?, features = ? WHERE id = ?`,
 		name, aiAnalysisEnabled, string(f), id)
+}
+
+// SetAllowedImages replaces the organization's image patterns (none: the server's apply alone).
+func (r orgRepo) SetAllowedImages(ctx context.Context, id string, patterns []string) error {
+	images, err := imagesJSON(patterns)
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, `UPDATE organizations SET allowed_images = ? WHERE id = ?`, images, id)
+}
+
+func imagesJSON(patterns []string) (string, error) {
+	if patterns == nil {
+		patterns = []string{}
+	}
+	j, err := json.Marshal(patterns)
+	return string(j), err
 }
 
 func (r orgRepo) UpdatePlan(ctx context.Context, id string, plan domain.Plan, billing domain.Billing) error {

@@ -55,6 +55,26 @@ func testOrganizations(t *testing.T, open Opener) {
 		wantErr(t, "UpdatePlan", f.s.Organizations().UpdatePlan(f.ctx, missing, domain.PlanTeam, domain.Billing{}),
 			store.ErrNotFound)
 		wantErr(t, "AddStorageUsed", f.s.Organizations().AddStorageUsed(f.ctx, missing, 1), store.ErrNotFound)
+		wantErr(t, "SetAllowedImages", f.s.Organizations().SetAllowedImages(f.ctx, missing, []string{"x"}), store.ErrNotFound)
+	})
+
+	t.Run("AllowedImages", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.org(), f.org()
+		must(t, f.s.Organizations().SetAllowedImages(f.ctx, o.ID, []string{"registry.example.com/qa/*", "debian"}))
+		o.AllowedImages = []string{"registry.example.com/qa/*", "debian"}
+		got, err := f.s.Organizations().Get(f.ctx, o.ID)
+		must(t, err)
+		equal(t, "after SetAllowedImages", got, o)
+		got, err = f.s.Organizations().Get(f.ctx, other.ID)
+		must(t, err)
+		equal(t, "another organization", got, other)
+		must(t, f.s.Organizations().SetAllowedImages(f.ctx, o.ID, nil))
+		got, err = f.s.Organizations().Get(f.ctx, o.ID)
+		must(t, err)
+		if got.AllowedImages != nil {
+			t.Errorf("patterns not cleared: %q", got.AllowedImages)
+		}
 	})
 
 	t.Run("Conflicts", func(t *testing.T) {

@@ -623,6 +623,36 @@ func testClaim(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("FairShareAcrossOrganizations", func(t *testing.T) {
+		f := setup(t, open)
+		a, b, c := f.orgOnPlan(domain.PlanEnterprise), f.orgOnPlan(domain.PlanEnterprise), f.orgOnPlan(domain.PlanEnterprise)
+		var aRuns []*domain.Execution
+		for i := range 3 {
+			aRuns = append(aRuns, f.run(a.ID, base.Add(time.Duration(i)*time.Second)))
+		}
+		bRun := f.run(b.ID, base.Add(time.Minute))
+		cRun := f.run(c.ID, base.Add(2*time.Minute))
+		now := base.Add(time.Hour)
+		var order []string
+		for range 5 {
+			order = append(order, f.claim("r1", now, limitsFrom(map[domain.Plan]int{domain.PlanEnterprise: 20})).ID)
+		}
+		// A's second run waits behind B's and C's first although it was queued before them:
+		// the organization with the fewest runs going gets the slot.
+		equal(t, "claim order", order, []string{aRuns[0].ID, bRun.ID, cRun.ID, aRuns[1].ID, aRuns[2].ID})
+
+		// A slot that frees goes to the organization with fewer runs going, not to the oldest run.
+		g := setup(t, open)
+		x, y := g.orgOnPlan(domain.PlanEnterprise), g.orgOnPlan(domain.PlanEnterprise)
+		x1, x2, x3 := g.run(x.ID, base), g.run(x.ID, base.Add(time.Second)), g.run(x.ID, base.Add(2*time.Second))
+		limits := limitsFrom(map[domain.Plan]int{domain.PlanEnterprise: 20})
+		equal(t, "x1", g.claim("r1", now, limits).ID, x1.ID)
+		equal(t, "x2", g.claim("r1", now, limits).ID, x2.ID)
+		y1 := g.run(y.ID, base.Add(time.Hour))
+		equal(t, "y1 before x3", g.claim("r1", now, limits).ID, y1.ID)
+		equal(t, "then x3", g.claim("r1", now, limits).ID, x3.ID)
+	})
+
 	t.Run("LimitsComeFromLimitFor", func(t *testing.T) {
 		f := setup(t, open)
 		free, team, ent := f.orgOnPlan(domain.PlanFree), f.orgOnPlan(domain.PlanTeam), f.orgOnPlan(domain.PlanEnterprise)

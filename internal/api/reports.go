@@ -10,9 +10,13 @@ import (
 	"verdict/internal/report"
 )
 
-// reportCookie holds a run's browsing-link token, scoped to that run's report path.
+// reportCookie holds a run's browsing-link token, scoped to that run's report path. It is used
+// only when reports share the API's origin.
 const reportCookie = "verdict_report"
 
+// reportToken signs a 5-minute exchange token for the caller and this run (its execution ID,
+// never reused, rather than its taskId, which a later run may take) and the URL that opens the
+// run's main report with it: on the reports origin when there is one.
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
 	e, err := s.runs.Get(r.Context(), p, r.PathValue("taskId"))
@@ -21,7 +25,7 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock()
-	tok := s.signer.Sign(p.OrgID, e.TaskID, now)
+	tok := s.signer.Sign(p.OrgID, e.ID, p.UserID, now)
 	// The link opens the run's main report: the HTML report, else Allure's, else the first.
 	view := ExecutionView(e, now)
 	target, _ := view["htmlReportUrl"].(string)
@@ -34,22 +38,31 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	if target == "" {
 		target = reportBase(p.OrgID, e.TaskID)
 	}
-	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)), "url": target + "?token=" + url.QueryEscape(tok)})
+	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)), "url": s.reportsURL + target + "?token=" + url.QueryEscape(tok)})
 }
 
 func reportBase(orgID, taskID string) string {
 	return "/reports/" + orgID + "/" + url.PathEscape(taskID) + "/"
 }
 
-// serveReport serves a run's report files to a member of its organization: by bearer token or
-// API key, or by a signed report token. A short-lived token in the query (from reportToken) is
-// swapped, as DECISIONS 17 rules, for a cookie scoped to the run's report path, and the query
-// token leaves the URL. But a report is a sandboxed page with an opaque origin
-// (report.ContentSecurityPolicy), whose requests for its own files carry no cookie, so the swap
-// also lands on a browsing link, /reports/{org}/{task}/~<token>/<path>, that the page's relative
-// links keep; both hold the same report.SessionTTL link token. Files served through a link may
-// be read by any origin's scripts (the sandboxed page's is "null"): the URL itself is the
-// credential. Anything refused is a plain 404 that tells nothing.
+// serveReport serves a run's report files to a member of its organization: by a signed report
+// token, or, on the API's own origin only, by bearer token or API key. A short-lived token in
+// the query (from reportToken) is swapped for a browsing link,
+// /reports/{org}/{task}/~<token>/<path>, whose token is good for report.SessionTTL; on the API's
+// origin also for a cookie scoped to the run's report path holding the same token. The link
+// exists because a report is a sandboxed page with an opaque origin
+// (report.ContentSecurityPolicy) whose requests for its own files carry no cookie; its relative
+// links keep the token. Files served through a link may be read by any origin's scripts (the
+// sandboxed page's is "null"): the URL itself is the credential.
+//
+// Every token names the user it was made for, and the user is read on every request: one who
+// has been suspended, deleted or moved to another organization since is refused at once, as
+// their bearer token would be. A token also names the execution's ID, so once a run is deleted
+// its links open nothing, not even a later run with the same taskId.
+//
+// On a separate reports origin (Deps.ReportsURL; ServeHTTP sends only /reports/ there) neither
+// cookies nor bearer tokens and API keys are taken, and no cookie is set: that origin holds no
+// credential of the API's. Anything refused is a plain 404 that tells nothing.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	orgID, taskID, rel := r.PathValue("org"), r.PathValue("task"), r.PathValue("path")
 	notFound := func() { report.SetHeaders(w.Header()); http.NotFound(w, r) }
@@ -57,23 +70,51 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		notFound()
 		return
 	}
-	now := s.clock()
+	separate := s.reportsURL != ""
 	// A first segment "~<token>" is a path token (no report folder starts with "~"); rest is
 	// the path without it.
 	pathToken, rest, inPath := "", rel, strings.HasPrefix(rel, "~")
 	if inPath {
 		pathToken, rest, _ = strings.Cut(rel[1:], "/")
 	}
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if s.signer.Verify(tok, orgID, taskID, now) != nil {
+	queryToken := r.URL.Query().Get("token")
+	cookie := ""
+	if c, err := r.Cookie(reportCookie); err == nil && !separate {
+		cookie = c.Value
+	}
+	credentials := !separate && (r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "")
+	if queryToken == "" && !inPath && cookie == "" && !credentials {
+		notFound()
+		return
+	}
+	e, err := s.runs.Store.Executions().Get(r.Context(), orgID, taskID)
+	if err != nil {
+		notFound()
+		return
+	}
+	now := s.clock()
+	// member checks a token's user as the API checks a bearer token's: still there, active, and
+	// in this organization (one indexed read; no cache, so a suspension counts at once).
+	member := func(userID string, err error) bool {
+		if err != nil {
+			return false
+		}
+		_, err = s.identity.AuthenticateClaims(r.Context(), userID, orgID)
+		return err == nil
+	}
+	if queryToken != "" {
+		userID, err := s.signer.Verify(queryToken, orgID, e.ID, now)
+		if !member(userID, err) {
 			notFound()
 			return
 		}
 		q := r.URL.Query()
 		q.Del("token")
-		link := s.signer.SignLink(orgID, taskID, now)
-		http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: link, Path: reportBase(orgID, taskID),
-			MaxAge: int(report.SessionTTL / time.Second), HttpOnly: true, Secure: s.secureCookies, SameSite: http.SameSiteLaxMode})
+		link := s.signer.SignLink(orgID, e.ID, userID, now)
+		if !separate {
+			http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: link, Path: reportBase(orgID, taskID),
+				MaxAge: int(report.SessionTTL / time.Second), HttpOnly: true, Secure: s.secureCookies, SameSite: http.SameSiteLaxMode})
+		}
 		target := reportBase(orgID, taskID) + "~" + link + "/" + (&url.URL{Path: rest}).EscapedPath()
 		if enc := q.Encode(); enc != "" {
 			target += "?" + enc
@@ -83,12 +124,13 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	allowed := false
-	if inPath {
-		allowed = s.signer.VerifyLink(pathToken, orgID, taskID, now) == nil
+	switch {
+	case inPath:
+		allowed = member(s.signer.VerifyLink(pathToken, orgID, e.ID, now))
 		rel = rest
-	} else if c, err := r.Cookie(reportCookie); err == nil && s.signer.VerifyLink(c.Value, orgID, taskID, now) == nil {
+	case cookie != "" && member(s.signer.VerifyLink(cookie, orgID, e.ID, now)):
 		allowed = true
-	} else if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
+	case credentials:
 		p, err := s.principalOf(r)
 		allowed = err == nil && p.OrgID == orgID
 	}
@@ -96,12 +138,52 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		notFound()
 		return
 	}
-	if _, err := s.runs.Store.Executions().Get(r.Context(), orgID, taskID); err != nil {
-		notFound()
-		return
-	}
 	if inPath {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 	}
 	report.Serve(w, r, s.reports, orgID, taskID, rel)
+}
+
+// reportsHost is the host of ReportsURL as splitOrigins compares it.
+func reportsHost(reportsURL string) string {
+	u, err := url.Parse(reportsURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		panic("api: ReportsURL is not an http(s) origin: " + reportsURL) // config.Load validates it
+	}
+	return hostKey(u.Host)
+}
+
+// hostKey is a Host header value as compared: lower-case, without a default port (browsers
+// leave it out; other clients may write it).
+func hostKey(h string) string {
+	h = strings.ToLower(h)
+	for _, port := range []string{":80", ":443"} {
+		if rest, ok := strings.CutSuffix(h, port); ok {
+			return rest
+		}
+	}
+	return h
+}
+
+// splitOrigins keeps tenant pages off the API's origin when reports have their own. A request
+// is on the reports origin when its Host header names ReportsURL's host (any case, the default
+// port written or not); every other request, whatever host it names, is on the API's origin.
+// X-Forwarded-Host is not read, so a proxy in front must pass the Host header through. The
+// reports origin answers 404 to anything but /reports/; the API's origin redirects /reports/
+// there (307, path and query kept: links issued before the setting keep working). It reports
+// whether r goes on to the routes.
+func (s *Server) splitOrigins(w http.ResponseWriter, r *http.Request) bool {
+	onReports := hostKey(r.Host) == s.reportsHost
+	isReport := strings.HasPrefix(r.URL.Path, "/reports/")
+	switch {
+	case onReports && !isReport:
+		report.SetHeaders(w.Header())
+		http.NotFound(w, r)
+		return false
+	case !onReports && isReport:
+		report.SetHeaders(w.Header()) // no-store, no-referrer: the URL may hold a token
+		http.Redirect(w, r, s.reportsURL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		return false
+	}
+	return true
 }

@@ -46,6 +46,9 @@ type Deps struct {
 	Signer     *report.Signer
 	// SecureCookies marks report cookies Secure (the public URL is https).
 	SecureCookies bool
+	// ReportsURL is the reports' own origin (http(s)://host[:port]); empty: they are served on
+	// the API's. See splitOrigins.
+	ReportsURL string
 	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
 	Mounts map[string]http.Handler
 	Ready  []Checker
@@ -64,6 +67,8 @@ type Server struct {
 	reports       report.Store
 	signer        *report.Signer
 	secureCookies bool
+	reportsURL    string
+	reportsHost   string
 	jwt           TokenVerifier
 	limiter       *ratelimit.Limiter
 	limits        RateLimits
@@ -92,6 +97,10 @@ func New(d Deps) *Server {
 	}
 	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
 		proxies: d.Proxies, ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+	if d.ReportsURL != "" {
+		s.reportsURL = strings.TrimRight(d.ReportsURL, "/")
+		s.reportsHost = reportsHost(s.reportsURL)
+	}
 	s.routes()
 	for pattern, h := range d.Mounts {
 		s.Mount(pattern, h)
@@ -100,10 +109,14 @@ func New(d Deps) *Server {
 	return s
 }
 
-// ServeHTTP serves the API. Socket.IO goes straight to its handler: its websocket upgrade
-// needs the connection itself, which the status-recording wrapper does not offer.
+// ServeHTTP serves the API. With a reports origin, splitOrigins first keeps the API and the
+// tenants' reports on their own hosts. Socket.IO goes straight to its handler: its websocket
+// upgrade needs the connection itself, which the status-recording wrapper does not offer.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limitBodyTime(w, r, s.bodyTimeout)
+	if s.reportsURL != "" && !s.splitOrigins(w, r) {
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/socket.io/") {
 		s.mux.ServeHTTP(w, r)
 		return

@@ -196,6 +196,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Reports:       reports,
 		Signer:        signer,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		ReportsURL:    cfg.ReportsURL,
 		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
 		Identity:      ids,
 		JWT:           jwt,

@@ -171,10 +171,15 @@ func TestRunEndToEnd(t *testing.T) {
 			expect404(htmlURL+"../../../../verdict.db", bearer(admin.token))
 			expect404(htmlURL+"..%2f..%2f..%2fverdict.db", bearer(admin.token))
 			expect404(htmlURL, anon)
-			// The link's token opens this run only, unaltered, and not past its expiry.
+			// The link's token opens this run only (its execution ID, not its taskId), for a member
+			// of its organization, unaltered, and not past its expiry.
 			signer := reportSigner(t)
 			now := time.Now()
-			if r := h.do("GET", runBase+"~"+signer.SignLink(admin.orgID, task, now)+"/"+folder, anon, nil); r.status != 200 {
+			stored, err := h.app.Store.Executions().Get(context.Background(), admin.orgID, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := h.do("GET", runBase+"~"+signer.SignLink(admin.orgID, stored.ID, admin.id, now)+"/"+folder, anon, nil); r.status != 200 {
 				t.Fatalf("a link signed by the test: %d", r.status)
 			}
 			tampered := []byte(session)
@@ -185,13 +190,15 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 			for _, path := range []string{
 				strings.Replace(linkBase, admin.orgID, other.orgID, 1) + folder,
-				runBase + "~" + signer.SignLink(other.orgID, task, now) + "/" + folder,
-				runBase + "~" + signer.SignLink(admin.orgID, "release-2", now) + "/" + folder,
+				runBase + "~" + signer.SignLink(other.orgID, stored.ID, admin.id, now) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, domain.NewID(), admin.id, now) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, task, admin.id, now) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, stored.ID, other.id, now) + "/" + folder,
 				runBase + string(tampered) + "/" + folder,
-				runBase + "~" + signer.SignLink(admin.orgID, task, now.Add(-report.SessionTTL-time.Second)) + "/" + folder,
+				runBase + "~" + signer.SignLink(admin.orgID, stored.ID, admin.id, now.Add(-report.SessionTTL-time.Second)) + "/" + folder,
 				runBase + "~/" + folder, runBase + "~" + folder, runBase + folder,
 				// Neither kind of token passes for the other: a link is not renewed by trading it in.
-				runBase + "~" + signer.Sign(admin.orgID, task, now) + "/" + folder,
+				runBase + "~" + signer.Sign(admin.orgID, stored.ID, admin.id, now) + "/" + folder,
 				runBase + folder + "?token=" + strings.TrimPrefix(session, "~"),
 				linkBase + "../../" + task + "/" + folder, linkBase + "..%2f..%2f..%2fverdict.db",
 				linkBase + "%2e%2e/%2e%2e/%2e%2e/verdict.db", linkBase + "../../../../verdict.db",

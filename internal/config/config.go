@@ -220,8 +220,9 @@ func (c *Config) finish() error {
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/"):
 			bad("VERDICT_REPORTS_URL", "want an http(s) origin such as https://reports.example.com, got %q", c.ReportsURL)
-		case pub != nil && strings.EqualFold(u.Host, pub.Host):
-			bad("VERDICT_REPORTS_URL", "must be another origin than VERDICT_PUBLIC_URL (a different host name)")
+		case pub != nil && strings.EqualFold(u.Hostname(), pub.Hostname()):
+			// Cookies ignore ports: only another host name keeps the API's cookies from reports.
+			bad("VERDICT_REPORTS_URL", "must be on another host name than VERDICT_PUBLIC_URL")
 		}
 	}
 	if c.BodyTimeout < time.Second {

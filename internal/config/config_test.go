@@ -45,6 +45,7 @@ func TestLoadRefusesBadValuesByName(t *testing.T) {
 		"reports url":       {"VERDICT_REPORTS_URL", "reports.example.com", "VERDICT_REPORTS_URL"},
 		"reports url path":  {"VERDICT_REPORTS_URL", "https://reports.example.com/r", "VERDICT_REPORTS_URL"},
 		"reports same host": {"VERDICT_REPORTS_URL", "http://127.0.0.1:8080", "VERDICT_REPORTS_URL"},
+		"reports same name": {"VERDICT_REPORTS_URL", "http://127.0.0.1:8081", "VERDICT_REPORTS_URL"},
 		"body timeout":      {"VERDICT_BODY_TIMEOUT", "10ms", "VERDICT_BODY_TIMEOUT"},
 	} {
 		t.Run(name, func(t *testing.T) {

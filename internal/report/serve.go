@@ -12,10 +12,11 @@ import (
 )
 
 // ContentSecurityPolicy is sent with every report response (DECISIONS 17). Reports are HTML
-// written by a tenant's container, served from the API's own origin, so they are treated as
-// hostile pages. The sandbox directive without allow-same-origin gives them an opaque origin:
-// their scripts run (the Playwright and Allure reports are script applications) but cannot read
-// the origin's cookies or storage or call the API as the user. 'self' still means this server
+// written by a tenant's container, served from the API's own origin unless reports have one of
+// their own (internal/api splitOrigins), so they are treated as hostile pages. The sandbox
+// directive without allow-same-origin gives them an opaque origin: their scripts run (the
+// Playwright and Allure reports are script applications) but cannot read the origin's cookies
+// or storage or call the API as the user. 'self' still means this server
 // (browsers take it from the response URL), so a report loads its own files; inline scripts,
 // eval, data: and blob: URLs are what the report applications are built from.
 //

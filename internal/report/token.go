@@ -26,11 +26,14 @@ var (
 	ErrTokenExpired = errors.New("report: report token expired")
 )
 
-// Signer makes and checks the short-lived tokens that open one run's reports. A token is
-// "<expiry, Unix seconds in base 36>.<HMAC-SHA256, base64url>", about 50 URL-safe characters.
-// The MAC covers the purpose, the expiry, the organization and the task, each length-prefixed so
-// that no two different tuples sign the same bytes. Nothing else is in the token: the verifier already
-// knows the organization and task from the URL it is checking.
+// Signer makes and checks the tokens that open one run's reports to one member. A token is
+// "<expiry, Unix seconds in base 36>.<user ID>.<HMAC-SHA256, base64url>", about 75 URL-safe
+// characters. The MAC covers the purpose, the expiry, the organization, the execution's ID and
+// the user, each length-prefixed so that no two different tuples sign the same bytes. The
+// execution's ID, unlike its taskId, is never reused, so a token dies with its run. The user ID
+// is in the token because the URL does not name it: the verifier returns it for the caller to
+// check that the user is still an active member. The organization comes from the URL and the
+// execution's ID from the run the URL names.
 type Signer struct {
 	key []byte
 }
@@ -45,7 +48,8 @@ func NewSigner(secret []byte) (*Signer, error) {
 		return nil, errors.New("report: token secret shorter than 32 bytes")
 	}
 	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("verdict report token v1"))
+	// v2: tokens bound to the user and the execution; no earlier token verifies under this key.
+	m.Write([]byte("verdict report token v2"))
 	return &Signer{key: m.Sum(nil)}, nil
 }
 
@@ -57,58 +61,89 @@ const (
 	purposeLink     = 'l' // the ~<token> path segment of a browsing link
 )
 
-// Sign returns a token for the organization's run, valid for TokenTTL from now, to be
-// exchanged for a browsing link.
-func (s *Signer) Sign(orgID, taskID string, now time.Time) string {
-	return s.sign(purposeExchange, orgID, taskID, now.Add(TokenTTL))
+// Bounds of a token's parts, so that parsing garbage stays cheap: 8 base-36 digits reach past
+// year 2300; user IDs are 24 hex characters today.
+const (
+	maxExpDigits = 8
+	maxUserID    = 64
+	macChars     = 43 // 32 bytes, unpadded base64url
+)
+
+// Sign returns a token for userID to open the organization's execution execID, valid for
+// TokenTTL from now, to be exchanged for a browsing link. userID must be made of letters,
+// digits, '-' and '_' (it travels in URLs); Sign panics otherwise.
+func (s *Signer) Sign(orgID, execID, userID string, now time.Time) string {
+	return s.sign(purposeExchange, orgID, execID, userID, now.Add(TokenTTL))
 }
 
-// SignLink returns the token of a report-browsing link, valid for SessionTTL from now.
-func (s *Signer) SignLink(orgID, taskID string, now time.Time) string {
-	return s.sign(purposeLink, orgID, taskID, now.Add(SessionTTL))
+// SignLink returns the token of userID's report-browsing link, valid for SessionTTL from now.
+func (s *Signer) SignLink(orgID, execID, userID string, now time.Time) string {
+	return s.sign(purposeLink, orgID, execID, userID, now.Add(SessionTTL))
 }
 
-// Verify checks that token was made by Sign for this organization's run and has not expired.
-func (s *Signer) Verify(token, orgID, taskID string, now time.Time) error {
-	return s.verify(purposeExchange, token, orgID, taskID, now)
+// Verify checks that token was made by Sign for this organization's execution and has not
+// expired, and returns the user it was made for.
+func (s *Signer) Verify(token, orgID, execID string, now time.Time) (userID string, err error) {
+	return s.verify(purposeExchange, token, orgID, execID, now)
 }
 
-// VerifyLink checks that token was made by SignLink for this organization's run and has not
-// expired.
-func (s *Signer) VerifyLink(token, orgID, taskID string, now time.Time) error {
-	return s.verify(purposeLink, token, orgID, taskID, now)
+// VerifyLink checks that token was made by SignLink for this organization's execution and has
+// not expired, and returns the user it was made for.
+func (s *Signer) VerifyLink(token, orgID, execID string, now time.Time) (userID string, err error) {
+	return s.verify(purposeLink, token, orgID, execID, now)
 }
 
-func (s *Signer) sign(purpose byte, orgID, taskID string, expiry time.Time) string {
+func (s *Signer) sign(purpose byte, orgID, execID, userID string, expiry time.Time) string {
+	if !validUserID(userID) {
+		panic("report: user ID not fit for a token: " + strconv.Quote(userID))
+	}
 	exp := expiry.Unix()
-	return strconv.FormatInt(exp, 36) + "." + base64.RawURLEncoding.EncodeToString(s.mac(purpose, exp, orgID, taskID))
+	return strconv.FormatInt(exp, 36) + "." + userID + "." + base64.RawURLEncoding.EncodeToString(s.mac(purpose, exp, orgID, execID, userID))
 }
 
-func (s *Signer) verify(purpose byte, token, orgID, taskID string, now time.Time) error {
-	expText, macText, ok := strings.Cut(token, ".")
-	// The length bounds keep the parse cheap on garbage; 8 base-36 digits reach past year 2300.
-	if !ok || len(expText) == 0 || len(expText) > 8 || len(macText) != 43 {
-		return ErrTokenInvalid
+func (s *Signer) verify(purpose byte, token, orgID, execID string, now time.Time) (string, error) {
+	if len(token) > maxExpDigits+maxUserID+macChars+2 {
+		return "", ErrTokenInvalid
+	}
+	expText, rest, ok := strings.Cut(token, ".")
+	userID, macText, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || len(expText) == 0 || len(expText) > maxExpDigits || !validUserID(userID) || len(macText) != macChars {
+		return "", ErrTokenInvalid
 	}
 	exp, err := strconv.ParseUint(expText, 36, 63)
 	if err != nil || strings.ToLower(expText) != expText || expText[0] == '0' {
-		return ErrTokenInvalid // one spelling per expiry, so a token cannot be re-spelled
+		return "", ErrTokenInvalid // one spelling per expiry, so a token cannot be re-spelled
 	}
+	// The user ID is signed as written, so it too has one spelling.
 	mac, err := base64.RawURLEncoding.Strict().DecodeString(macText)
-	if err != nil || !hmac.Equal(mac, s.mac(purpose, int64(exp), orgID, taskID)) {
-		return ErrTokenInvalid
+	if err != nil || !hmac.Equal(mac, s.mac(purpose, int64(exp), orgID, execID, userID)) {
+		return "", ErrTokenInvalid
 	}
 	if now.Unix() >= int64(exp) {
-		return ErrTokenExpired
+		return "", ErrTokenExpired
 	}
-	return nil
+	return userID, nil
 }
 
-func (s *Signer) mac(purpose byte, exp int64, orgID, taskID string) []byte {
+// validUserID keeps a token URL-safe and its parts apart: no '.', nothing to escape.
+func validUserID(id string) bool {
+	if id == "" || len(id) > maxUserID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Signer) mac(purpose byte, exp int64, orgID, execID, userID string) []byte {
 	m := hmac.New(sha256.New, s.key)
 	b := []byte{purpose}
 	b = binary.BigEndian.AppendUint64(b, uint64(exp))
-	for _, f := range []string{orgID, taskID} {
+	for _, f := range []string{orgID, execID, userID} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}

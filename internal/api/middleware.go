@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -248,10 +249,20 @@ func (s *Server) outer(next http.Handler) http.Handler {
 // reportLinkToken matches the token segment of a report-browsing link, a credential.
 var reportLinkToken = regexp.MustCompile(`/~[^/]*`)
 
-// loggedPath is a request path fit for logs: report links' tokens are redacted.
+// invitationValidatePrefix is followed by an invitation token, a credential that joins an
+// organization (GET /api/invitations/validate/{token}).
+const invitationValidatePrefix = "/api/invitations/validate/"
+
+// loggedPath is a request path fit for logs: the credentials that travel in paths (report
+// links' tokens, invitation tokens) are redacted. The prefixes are matched on the cleaned,
+// lower-cased path, so "//api/..." or "/API/..." (redirected or 404, but logged) are redacted too.
 func loggedPath(p string) string {
-	if !strings.HasPrefix(p, "/reports/") {
-		return p
+	c := strings.ToLower(path.Clean("/" + p))
+	switch {
+	case strings.HasPrefix(c, invitationValidatePrefix):
+		return invitationValidatePrefix + "redacted" // nothing after the token is worth keeping
+	case strings.HasPrefix(c, "/reports/"):
+		return reportLinkToken.ReplaceAllString(p, "/~redacted")
 	}
-	return reportLinkToken.ReplaceAllString(p, "/~redacted")
+	return p
 }

@@ -132,6 +132,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	if err != nil {
 		return nil, fmt.Errorf("ENCRYPTION_KEY: %w", err)
 	}
+	// Mail bodies (invitation links) are sealed at rest with a key of their own, so no other
+	// sealed value copied into the outbox would be opened and mailed.
+	mailBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict mail outbox"))
+	if err != nil {
+		return nil, err
+	}
+	st.SealOutbox(mailBox)
 	reports, err := report.NewFSStore(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("report store: %w", err)

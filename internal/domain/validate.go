@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // passwordSpecials is the SPEC's set of special characters (with the backtick).
@@ -39,12 +41,22 @@ func ValidPassword(p string) bool {
 // MaxEmailLength is the longest address accepted (RFC 5321's path limit).
 const MaxEmailLength = 254
 
-// NormalizeEmail trims and lower-cases an address so that lookups and uniqueness ignore case.
-func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+// NormalizeEmail is the one form of an address that lookups, uniqueness and the lockout use:
+// NFKC (full-width and other compatibility forms become plain letters, so
+// "ａｄａ＠ｅｘａｍｐｌｅ．ｃｏｍ" is "ada@example.com"), lower-cased and trimmed.
+func NormalizeEmail(s string) string {
+	// Lower-casing can leave a string that NFKC changes again; a second pass makes the result
+	// a fixed point, which uniqueness relies on.
+	return strings.TrimSpace(norm.NFKC.String(strings.ToLower(norm.NFKC.String(s))))
+}
 
 // ValidEmail reports whether s is a plain address local@domain.tld, without a display name.
+// A printable-ASCII address needs nothing more. An internationalised one must be in
+// NormalizeEmail's form, free of invisible characters, and its letters must be of one script
+// (see validInternationalEmail), so "ａｄａ@…" must be normalised first and "аda@…" with a
+// Cyrillic "а" is refused.
 func ValidEmail(s string) bool {
-	if s == "" || len(s) > MaxEmailLength || strings.ContainsAny(s, " \t\r\n<>\"(),;:\\[]") {
+	if s == "" || len(s) > MaxEmailLength || !utf8.ValidString(s) || strings.ContainsAny(s, " \t\r\n<>\"(),;:\\[]") {
 		return false
 	}
 	a, err := mail.ParseAddress(s)
@@ -57,32 +69,30 @@ func ValidEmail(s string) bool {
 	}
 	domain := s[at+1:]
 	dot := strings.LastIndexByte(domain, '.')
-	return dot > 0 && dot < len(domain)-1 && !strings.Contains(domain, "..")
-}
-
-// ValidOrganizationName reports whether a trimmed name has 2 to 100 characters.
-func ValidOrganizationName(s string) bool {
-	n := utf8.RuneCountInString(strings.TrimSpace(s))
-	return n >= 2 && n <= 100 && utf8.ValidString(s)
-}
-
-// MaxNameLength bounds a user's or key's name.
-const MaxNameLength = 100
-
-// ValidName reports whether a trimmed person or key name has 1 to 100 printable characters.
-func ValidName(s string) bool {
-	s = strings.TrimSpace(s)
-	n := utf8.RuneCountInString(s)
-	if n < 1 || n > MaxNameLength || !utf8.ValidString(s) {
+	if dot <= 0 || dot == len(domain)-1 || strings.Contains(domain, "..") {
 		return false
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+		} else if s[i] <= ' ' || s[i] == 0x7f {
 			return false
 		}
 	}
-	return true
+	return ascii || validInternationalEmail(s, s[:at], domain)
 }
+
+// ValidOrganizationName reports whether a trimmed name has 2 to 100 visible characters: no
+// controls (CR, LF, tab), bidi or other invisible formatting characters.
+func ValidOrganizationName(s string) bool { return validDisplayName(s, 2) }
+
+// MaxNameLength bounds a user's, organization's or key's name.
+const MaxNameLength = 100
+
+// ValidName reports whether a trimmed person or key name has 1 to 100 visible characters: no
+// controls (CR, LF, tab), bidi or other invisible formatting characters.
+func ValidName(s string) bool { return validDisplayName(s, 1) }
 
 // Slugify derives a URL-safe slug from a name: lower-case letters and digits separated by
 // single hyphens; "org" when nothing is left.

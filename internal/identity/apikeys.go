@@ -18,7 +18,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p *Principal, name string) (
 		return nil, "", domain.BadRequest("Missing required fields", "name is required")
 	}
 	if !domain.ValidName(name) {
-		return nil, "", domain.BadRequest("Invalid name", "name must have 1 to 100 printable characters")
+		return nil, "", domain.BadRequest("Invalid name", "name must have 1 to 100 visible characters, without control, invisible or text-direction characters")
 	}
 	value, prefix, hash := auth.NewAPIKey()
 	k := &domain.APIKey{ID: s.newID(), OrganizationID: p.OrgID, UserID: p.UserID, Name: name,

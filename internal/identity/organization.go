@@ -43,7 +43,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p *Principal, patch Or
 	if patch.Name != nil {
 		n := strings.TrimSpace(*patch.Name)
 		if !domain.ValidOrganizationName(n) {
-			return nil, domain.BadRequest("Invalid organization name", "name must have 2 to 100 characters")
+			return nil, domain.BadRequest("Invalid organization name", "name must have 2 to 100 visible characters, without control, invisible or text-direction characters")
 		}
 		patch.Name = &n
 	}

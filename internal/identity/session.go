@@ -54,13 +54,13 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 		return nil, errInvalidEmail
 	}
 	if !domain.ValidName(in.Name) {
-		return nil, domain.BadRequest("Missing required fields", "name must have 1 to 100 printable characters")
+		return nil, domain.BadRequest("Missing required fields", "name must have 1 to 100 visible characters, without control, invisible or text-direction characters")
 	}
 	if !domain.ValidPassword(in.Password) {
 		return nil, errWeakPassword
 	}
 	if in.InviteToken == "" && !domain.ValidOrganizationName(in.OrganizationName) {
-		return nil, domain.BadRequest("Invalid organization name", "organizationName must have 2 to 100 characters")
+		return nil, domain.BadRequest("Invalid organization name", "organizationName must have 2 to 100 visible characters, without control, invisible or text-direction characters")
 	}
 	if in.InviteToken != "" && !domain.IsInviteToken(in.InviteToken) {
 		return nil, errInvalidInvite

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"verdict/internal/crypto/secretbox"
 	"verdict/internal/store"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testenv"
@@ -34,6 +35,11 @@ func forEachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 			if err := st.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
+			box, err := secretbox.New(bytes.Repeat([]byte{7}, secretbox.KeySize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.SealOutbox(box)
 			fn(t, st)
 		})
 	}

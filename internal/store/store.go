@@ -121,12 +121,16 @@ type Mail struct {
 
 // OutboxRepo is the durable mail queue: enqueue in the same transaction as the change that
 // causes the mail; a worker claims due mails with a lease so several replicas send each once.
+// Bodies carry credentials (invitation links): they are kept encrypted at rest, and dropped
+// once the mail is sent or given up.
 type OutboxRepo interface {
 	Enqueue(ctx context.Context, m *Mail) error
 	// Claim leases up to n due, unsent mails until leaseUntil and returns them.
 	Claim(ctx context.Context, now, leaseUntil time.Time, n int) ([]Mail, error)
+	// MarkSent records the delivery; the mail's HTML and Text are emptied.
 	MarkSent(ctx context.Context, id string, at time.Time) error
-	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying.
+	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying and
+	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
 	Get(ctx context.Context, id string) (*Mail, error)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
+	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -35,6 +36,8 @@ type Store struct {
 	d  *dialect
 	q  querier // db, or tx inside InTx
 	tx *sql.Tx
+
+	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
 }
 
 var _ store.Store = (*Store)(nil)
@@ -184,7 +187,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return err
 	}
 	defer tx.Rollback() // no-op after Commit
-	if err := fn(&Store{db: s.db, d: s.d, q: tx, tx: tx}); err != nil {
+	if err := fn(&Store{db: s.db, d: s.d, q: tx, tx: tx, mailBox: s.mailBox}); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -24,6 +24,7 @@ func openMigrated(t testing.TB, databaseURL, dataDir string) *Store {
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	s.SealOutbox(testMailBox(t, 7))
 	return s
 }
 

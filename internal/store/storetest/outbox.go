@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +122,44 @@ func testOutbox(t *testing.T, open Opener) {
 		if got.SentAt != nil || got.LastError != "550 no such user" || got.Attempts != 2 {
 			t.Errorf("given-up mail: %+v", got)
 		}
+	})
+
+	// Bodies carry credentials (invitation links): a mail that will never be sent again keeps
+	// none, while one that is retried keeps both parts intact.
+	t.Run("SentAndGivenUpMailsKeepNoBody", func(t *testing.T) {
+		f := setup(t, open)
+		sent, retried, abandoned := f.mail(base), f.mail(base), f.mail(base)
+		_, err := f.s.Outbox().Claim(f.ctx, base, base.Add(time.Minute), 10)
+		must(t, err)
+		must(t, f.s.Outbox().MarkSent(f.ctx, sent.ID, base.Add(time.Second)))
+		must(t, f.s.Outbox().MarkFailed(f.ctx, retried.ID, "421 try later", base.Add(time.Minute), false))
+		must(t, f.s.Outbox().MarkFailed(f.ctx, abandoned.ID, "550 no such user", base.Add(time.Minute), true))
+		for _, m := range []*store.Mail{sent, abandoned} {
+			got := f.getMail(m.ID)
+			if got.HTML != "" || got.Text != "" {
+				t.Errorf("mail %q kept its body: %q / %q", m.Subject, got.HTML, got.Text)
+			}
+			equal(t, "subject", got.Subject, m.Subject)
+			equal(t, "recipients", got.To, m.To)
+		}
+		got := f.getMail(retried.ID)
+		equal(t, "retried mail's HTML", got.HTML, retried.HTML)
+		equal(t, "retried mail's text", got.Text, retried.Text)
+	})
+
+	t.Run("BodiesRoundTrip", func(t *testing.T) {
+		f := setup(t, open)
+		m := &store.Mail{ID: domain.NewID(), To: []string{"zoë@example.com"}, Subject: "Ünïcode ✓",
+			HTML: "<p>Join: <a href=\"https://verdict.test/accept-invitation?token=" + domain.RandomHex(32) + "\">link</a></p>\n" +
+				strings.Repeat("é", 20000),
+			Text: "Line 1\r\nLine 2 ✓\n", NextAttempt: base, CreatedAt: base}
+		must(t, f.s.Outbox().Enqueue(f.ctx, m))
+		equal(t, "Get", f.getMail(m.ID), m)
+		got, err := f.s.Outbox().Claim(f.ctx, base, base.Add(time.Minute), 10)
+		must(t, err)
+		equal(t, "claimed", len(got), 1)
+		equal(t, "claimed HTML", got[0].HTML, m.HTML)
+		equal(t, "claimed text", got[0].Text, m.Text)
 	})
 
 	t.Run("ConcurrentClaimsAreExclusive", func(t *testing.T) {

@@ -51,6 +51,8 @@ func TestSignupRefusesInvisibleAndLookAlikeCharacters(t *testing.T) {
 		expect(t, h.do("PATCH", "/api/organization", bearer(eve.token), map[string]any{"name": "\u202eoC evE"}), 400, "Invalid organization name")
 		expect(t, h.do("POST", "/api/auth/api-keys", bearer(eve.token), map[string]any{"name": "CI \u202eyek"}), 400, "Invalid name")
 		expect(t, h.do("POST", "/api/auth/api-keys", bearer(eve.token), map[string]any{"name": "CI\nkey"}), 400, "Invalid name")
+		expect(t, h.do("POST", "/api/projects", bearer(eve.token), map[string]any{"name": "Web\r\nX"}), 400, "Validation error")
+		expect(t, h.do("POST", "/api/projects", bearer(eve.token), map[string]any{"name": "\u202ebeW"}), 400, "Validation error")
 		for _, email := range []string{"b\u200bob@example.com", "b\u043eb@example.com"} {
 			expect(t, h.do("POST", "/api/invitations", bearer(eve.token), map[string]any{"email": email, "role": "viewer"}), 400, "Invalid email format")
 		}

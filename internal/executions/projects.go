@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"verdict/internal/billing"
 	"verdict/internal/domain"
@@ -123,8 +122,8 @@ func (s *Service) DeleteProject(ctx context.Context, p *identity.Principal, id s
 func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old []domain.EnvVar) error {
 	if in.Name != nil {
 		n := strings.TrimSpace(*in.Name)
-		if n == "" || utf8.RuneCountInString(n) > 100 {
-			return domain.BadRequest("Validation error", "name must have 1 to 100 characters")
+		if !domain.ValidName(n) {
+			return domain.BadRequest("Validation error", "name must have 1 to 100 visible characters, without control, invisible or text-direction characters")
 		}
 		proj.Name = n
 	}

@@ -141,15 +141,6 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"execution": ExecutionView(e, s.clock())})
 }
 
-func (s *Server) executionLogs(w http.ResponseWriter, r *http.Request) {
-	e, text, err := s.runs.Logs(r.Context(), principalFrom(r), r.PathValue("taskId"))
-	if err != nil {
-		s.fail(w, r, err, "Failed to fetch logs")
-		return
-	}
-	ok(w, obj{"taskId": e.TaskID, "status": e.Status, "logs": text})
-}
-
 func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 	e, err := s.runs.CancelRun(r.Context(), principalFrom(r), r.PathValue("taskId"))
 	if err != nil {

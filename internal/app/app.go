@@ -82,6 +82,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 	}()
 
+	// The data folder (database, reports, development secrets) is the service's alone.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data folder: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data folder: %w", err)
+	}
 	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)

@@ -31,14 +31,10 @@ func (s *Service) List(ctx context.Context, p *identity.Principal, f store.Execu
 	return s.Store.Executions().List(ctx, p.OrgID, f)
 }
 
-// Logs returns the whole log of a run so far.
-func (s *Service) Logs(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, string, error) {
-	e, err := s.Get(ctx, p, taskID)
-	if err != nil {
-		return nil, "", err
-	}
-	text, err := s.Store.Logs().Read(ctx, e.ID)
-	return e, text, err
+// ReadLog passes fn the log of e (a run found with Get) from byte offset from, a stored chunk
+// at a time, and stops after limit bytes (limit < 0: at its end). It returns the bytes passed.
+func (s *Service) ReadLog(ctx context.Context, e *domain.Execution, from, limit int64, fn func(p []byte) error) (int64, error) {
+	return s.Store.Logs().ReadFrom(ctx, e.ID, from, limit, fn)
 }
 
 // CancelRun cancels a pending run at once, or asks the runner of a running one to stop it.

@@ -23,8 +23,9 @@ type Store interface {
 	// the copied folder's base name) into the run's folder `into`, for instance
 	// "playwright-report"; the archive's top-level entry becomes `into`, whatever its name.
 	// Links, devices and entries with absolute or ".." paths are skipped. Past maxBytes of file
-	// content, or too many entries, nothing is kept and the error is ErrTooLarge. An existing
-	// `into` is not replaced (fs.ErrExist). written is the bytes of file content kept.
+	// content nothing is kept and the error is ErrTooLarge; past MaxFiles entries, nothing is
+	// kept either and the error is ErrTooManyFiles (a count, not storage). An existing `into` is
+	// not replaced (fs.ErrExist). written is the bytes of file content kept.
 	Put(ctx context.Context, orgID, taskID string, r io.Reader, into string, maxBytes int64) (written int64, err error)
 	// Open opens a report file for serving; relPath is slash-separated under the run's folder.
 	// ErrNotFound for anything missing or any path that could leave the run's folder;
@@ -37,8 +38,10 @@ type Store interface {
 }
 
 var (
-	// ErrTooLarge: the archive passed Put's byte or entry cap; nothing of it was kept.
+	// ErrTooLarge: the archive passed Put's byte cap; nothing of it was kept.
 	ErrTooLarge = errors.New("report: reports exceed the allowed size")
+	// ErrTooManyFiles: the archive has more than MaxFiles entries; nothing of it was kept.
+	ErrTooManyFiles = errors.New("report: too many files")
 	// ErrNotFound: no such report file (or a path that is not allowed).
 	ErrNotFound = errors.New("report: not found")
 	// ErrIsDir: the path names a folder.
@@ -47,13 +50,16 @@ var (
 	ErrInvalidID = errors.New("report: invalid organization or task ID")
 )
 
-// Bounds of one Put beyond its byte cap: entries bound the inodes and the work of a walk over
-// the tree (a tar of empty files costs no bytes), names bound what a path may look like.
+// MaxFiles bounds the entries (files, folders, and skipped links) of one Put: the inodes and
+// the work of a walk over the tree, which a tar of empty files would not pay for in bytes.
+const MaxFiles = 100_000
+
+// Bounds of one Put beyond its byte and entry caps: names bound what a path may look like.
 const (
-	maxPutEntries = 100_000
-	maxNameBytes  = 1024
-	dirPerm       = 0o750
-	filePerm      = 0o640 // never executable, whatever the archive says
+	maxNameBytes = 1024
+	// Reports are the service's alone: they may hold what a suite printed, secrets included.
+	dirPerm  = 0o700
+	filePerm = 0o600 // never executable, whatever the archive says
 )
 
 // FSStore keeps reports on the local filesystem under <dataDir>/reports/<org>/<task>/.
@@ -65,6 +71,10 @@ type FSStore struct {
 func NewFSStore(dataDir string) (*FSStore, error) {
 	dir := filepath.Join(dataDir, "reports")
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, err
+	}
+	// A tree an older version made readable by others is closed at its root.
+	if err := os.Chmod(dir, dirPerm); err != nil {
 		return nil, err
 	}
 	return &FSStore{dir: dir}, nil
@@ -170,8 +180,8 @@ func extract(ctx context.Context, root *os.Root, tmp string, r io.Reader, maxByt
 		if err != nil {
 			return 0, err
 		}
-		if entries == maxPutEntries {
-			return 0, fmt.Errorf("%w: more than %d entries", ErrTooLarge, maxPutEntries)
+		if entries == MaxFiles {
+			return 0, fmt.Errorf("%w: more than %d files and folders", ErrTooManyFiles, MaxFiles)
 		}
 		rel, ok := entryPath(h.Name)
 		if !ok {

@@ -197,13 +197,14 @@ func TestPutTooLarge(t *testing.T) {
 
 func TestPutTooManyEntries(t *testing.T) {
 	s, _ := newStore(t)
-	entries := make([]entry, maxPutEntries+1)
+	entries := make([]entry, MaxFiles+1)
 	for i := range entries {
 		entries[i] = entry{name: "r/l", typ: tar.TypeSymlink, link: "x"} // cheap: skipped, but counted
 	}
 	entries[0] = entry{name: "r/first.txt", body: "x"}
 	_, err := s.Put(context.Background(), org, task, bytes.NewReader(tarOf(t, entries...)), "r", 1<<30)
-	if !errors.Is(err, ErrTooLarge) {
+	// A count, not storage: callers must not take it for the storage limit.
+	if !errors.Is(err, ErrTooManyFiles) || errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "100000") {
 		t.Fatalf("err = %v", err)
 	}
 	if left := listTree(t, s.LocalDir(org, task)); len(left) != 0 {

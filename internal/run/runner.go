@@ -402,6 +402,13 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 		}
 		n, err := r.Reports.Put(ctx, e.OrganizationID, e.TaskID, rc, folder, limit)
 		rc.Close()
+		if errors.Is(err, report.ErrTooManyFiles) {
+			// A bound on entries, not on storage: this folder alone is left out, and no storage
+			// alert is raised.
+			f.Notes = append(f.Notes, fmt.Sprintf("report folder %s was not kept: it holds more than %d files and "+
+				"folders, the limit for one report folder", folder, report.MaxFiles))
+			continue
+		}
 		if errors.Is(err, report.ErrTooLarge) {
 			if _, err := r.Reports.Delete(ctx, e.OrganizationID, e.TaskID); err != nil {
 				log.Warn("removing the partial reports failed", "err", err)
@@ -422,16 +429,39 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 		f.ReportBytes += n
 	}
 	if len(f.ReportDirs) > 0 && r.ReportDir != nil {
+		// Results are the container's words: its secrets are masked in them as in its log.
+		mask, err := r.reportMask(e)
+		if err != nil {
+			f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
+			return f
+		}
 		tests, err := report.ParseDir(r.ReportDir(e.OrganizationID, e.TaskID))
 		if err != nil {
-			f.Notes = append(f.Notes, "test results could not be read: "+err.Error())
+			f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
 		}
 		for i := range tests {
-			tests[i].Name, tests[i].Suite, tests[i].Error = clean(tests[i].Name), clean(tests[i].Suite), clean(tests[i].Error)
+			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
 		}
 		f.Tests, f.Summary = tests, domain.Summarize(tests)
 	}
 	return f
+}
+
+// reportMask returns what makes text from the run's reports storable: cleaned, and with the
+// run's secret values masked.
+func (r *Runner) reportMask(e *domain.Execution) (func(string) string, error) {
+	env, err := OpenEnv(r.Box, e.EnvCipher)
+	if err != nil {
+		return nil, err
+	}
+	m := masker(env)
+	return func(s string) string {
+		s = clean(s)
+		if m != nil {
+			s = m.Replace(s)
+		}
+		return s
+	}, nil
 }
 
 // clean makes text from a container's reports storable everywhere: valid UTF-8 without NUL

@@ -79,10 +79,18 @@ type ExecutionRepo interface {
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
 }
 
-// LogRepo stores run logs as ordered chunks of whole lines.
+// LogRepo stores run logs as ordered chunks, each at its byte offset in the log. A run's
+// chunks come from one writer (its runner), in increasing seq order.
 type LogRepo interface {
+	// Append stores chunk after the last one. A seq not above the last stored one is
+	// ErrConflict (a retried append can treat that as done); an unknown run is ErrNotFound.
 	Append(ctx context.Context, executionID string, seq int, chunk string) error
-	// Read returns the whole log so far.
+	// ReadFrom passes fn the log's bytes from byte offset from, in order, a chunk (or part of
+	// one) at a time, and stops after limit bytes (limit < 0: at the end). p is valid only
+	// during the call. It returns the bytes passed; fn's error stops the read and is returned.
+	ReadFrom(ctx context.Context, executionID string, from, limit int64, fn func(p []byte) error) (int64, error)
+	// Read returns the whole log so far, in memory: for tests and small logs (serve logs with
+	// ReadFrom).
 	Read(ctx context.Context, executionID string) (string, error)
 	DeleteAll(ctx context.Context, executionID string) error
 }

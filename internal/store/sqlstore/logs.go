@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,41 +17,94 @@ import (
 // Logs returns the run log repository.
 func (s *Store) Logs() store.LogRepo { return logRepo{s} }
 
-// logRepo keeps a run's log as numbered chunks. Chunks are stored as bytes (BLOB/BYTEA), not
-// text: a container may write NUL or invalid UTF-8, which a PostgreSQL text column refuses, and
-// a log line must never be lost for that. The log's tenancy is its execution's: callers reach a
-// log through an execution they found with the organization ID.
+// logRepo keeps a run's log as numbered chunks, each at its byte offset in the log. Chunks are
+// stored as bytes (BLOB/BYTEA), not text: a container may write NUL or invalid UTF-8, which a
+// PostgreSQL text column refuses, and a log line must never be lost for that. The log's tenancy
+// is its execution's: callers reach a log through an execution they found with the
+// organization ID.
 type logRepo struct{ s *Store }
 
-// Append stores one chunk with one INSERT. A seq already stored for the execution is
-// ErrConflict (a retried append can treat that as done); an unknown (or deleted) execution is
-// ErrNotFound.
+// Append stores one chunk with one INSERT, at the offset where the run's last chunk ends. A
+// seq not above the last stored one inserts nothing and is ErrConflict (a retried append can
+// treat that as done); an unknown (or deleted) execution is ErrNotFound.
 func (r logRepo) Append(ctx context.Context, executionID string, seq int, chunk string) error {
-	_, err := r.s.exec(ctx, `INSERT INTO execution_logs (execution_id, seq, chunk) VALUES (?, ?, ?)`,
-		executionID, seq, []byte(chunk))
+	res, err := r.s.exec(ctx, `INSERT INTO execution_logs (execution_id, seq, byte_offset, chunk)
+		SELECT ?, ?, COALESCE((SELECT byte_offset + length(chunk) FROM execution_logs
+			WHERE execution_id = ? ORDER BY seq DESC LIMIT 1), 0), ?
+		WHERE NOT EXISTS (SELECT 1 FROM execution_logs WHERE execution_id = ? AND seq >= ?)`,
+		executionID, seq, executionID, []byte(chunk), executionID, seq)
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("%w: execution %s: %v", store.ErrNotFound, executionID, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("%w: execution %s already has a log chunk at or after seq %d", store.ErrConflict, executionID, seq)
+	}
+	return nil
 }
 
-// Read concatenates the chunks in seq order; an execution without chunks (or unknown) has "".
-func (r logRepo) Read(ctx context.Context, executionID string) (string, error) {
-	rows, err := r.s.q.QueryContext(ctx, r.s.d.rebind(
-		`SELECT chunk FROM execution_logs WHERE execution_id = ? ORDER BY seq`), executionID)
+// ReadFrom reads the chunks that overlap the wanted bytes through the (execution_id,
+// byte_offset) index, one row at a time: memory is a chunk, whatever the log's size.
+func (r logRepo) ReadFrom(ctx context.Context, executionID string, from, limit int64, fn func(p []byte) error) (int64, error) {
+	if from < 0 {
+		return 0, fmt.Errorf("sqlstore: negative log offset %d", from)
+	}
+	if limit == 0 {
+		return 0, nil
+	}
+	// The first chunk is the last one starting at or before from.
+	q := `SELECT byte_offset, chunk FROM execution_logs WHERE execution_id = ? AND byte_offset >= COALESCE(
+		(SELECT MAX(byte_offset) FROM execution_logs WHERE execution_id = ? AND byte_offset <= ?), 0)`
+	args := []any{executionID, executionID, from}
+	if limit > 0 {
+		q += ` AND byte_offset < ?`
+		args = append(args, from+limit)
+	}
+	rows, err := r.s.q.QueryContext(ctx, r.s.d.rebind(q+` ORDER BY byte_offset`), args...)
 	if err != nil {
-		return "", r.s.mapErr(err)
+		return 0, r.s.mapErr(err)
 	}
 	defer rows.Close()
-	var b strings.Builder
-	var chunk []byte
+	var (
+		n     int64
+		off   int64
+		chunk sql.RawBytes // the driver's buffer, valid until the next row: no copy per row
+	)
 	for rows.Next() {
-		if err := rows.Scan(&chunk); err != nil {
-			return "", err
+		if err := rows.Scan(&off, &chunk); err != nil {
+			return n, err
 		}
-		b.Write(chunk)
+		p := []byte(chunk)
+		if skip := from - off; skip > 0 {
+			p = p[min(skip, int64(len(p))):]
+		}
+		if limit > 0 && int64(len(p)) > limit-n {
+			p = p[:limit-n]
+		}
+		if len(p) == 0 {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return n, err
+		}
+		// Offsets are contiguous, so after the first chunk every byte is wanted.
+		from, n = from+int64(len(p)), n+int64(len(p))
+		if limit > 0 && n == limit {
+			break
+		}
 	}
-	if err := rows.Err(); err != nil {
+	return n, rows.Err()
+}
+
+// Read concatenates the chunks in order; an execution without chunks (or unknown) has "".
+func (r logRepo) Read(ctx context.Context, executionID string) (string, error) {
+	var b strings.Builder
+	_, err := r.ReadFrom(ctx, executionID, 0, -1, func(p []byte) error { b.Write(p); return nil })
+	if err != nil {
 		return "", err
 	}
 	return b.String(), nil

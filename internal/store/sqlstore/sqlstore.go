@@ -77,6 +77,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlstore: create data folder: %w", err)
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("sqlstore: %w", err)
+	}
 	// WAL lets readers run beside the one writer. _txlock=immediate makes BEGIN take the write
 	// lock, so a write transaction waits (busy_timeout) at its start instead of failing with
 	// SQLITE_BUSY when a read would upgrade to a write mid-transaction. That wait ignores the
@@ -98,6 +101,33 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	return newStore(ctx, db, sqliteDialect)
+}
+
+// privateFiles makes the database file and its -wal and -shm files readable by the service
+// alone (0600), creating the database file so: SQLite gives the -wal and -shm files the mode of
+// the database file, and would otherwise create it 0644. Files of an older version are
+// tightened too.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the database file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, info.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {

@@ -1058,17 +1058,21 @@ func testLogs(t *testing.T, open Opener) {
 		log, err := lg.Read(f.ctx, a.ID)
 		must(t, err)
 		equal(t, "log before any chunk", log, "")
-		must(t, lg.Append(f.ctx, a.ID, 2, "second\n"))
 		must(t, lg.Append(f.ctx, a.ID, 1, "first\n"))
+		must(t, lg.Append(f.ctx, a.ID, 2, "second\n"))
 		must(t, lg.Append(f.ctx, b.ID, 1, "other run\n"))
-		must(t, lg.Append(f.ctx, a.ID, 10, "tenth\n")) // numeric order, not text order
 		odd := "nul \x00 byte, bad utf-8 \xff\xfe, ünïcødé ✓, \x1b[31mcolour\x1b[0m\n"
 		must(t, lg.Append(f.ctx, a.ID, 3, odd))
+		must(t, lg.Append(f.ctx, a.ID, 10, "tenth\n")) // numeric order, not text order
 		log, err = lg.Read(f.ctx, a.ID)
 		must(t, err)
 		equal(t, "log", log, "first\nsecond\n"+odd+"tenth\n")
 
+		// Offsets are given in order: a seq at or below the last one (a retry, or a late
+		// chunk) is refused rather than slipped in before bytes already counted.
 		wantErr(t, "Append with a used seq", lg.Append(f.ctx, a.ID, 2, "again\n"), store.ErrConflict)
+		wantErr(t, "Append with the last seq", lg.Append(f.ctx, a.ID, 10, "again\n"), store.ErrConflict)
+		wantErr(t, "Append below the last seq", lg.Append(f.ctx, a.ID, 4, "late\n"), store.ErrConflict)
 		wantErr(t, "Append to an unknown run", lg.Append(f.ctx, domain.NewID(), 1, "x\n"), store.ErrNotFound)
 		log, err = lg.Read(f.ctx, a.ID)
 		must(t, err)
@@ -1085,6 +1089,85 @@ func testLogs(t *testing.T, open Opener) {
 		must(t, lg.Append(f.ctx, a.ID, 1, "fresh\n"))
 	})
 
+	t.Run("ReadFromOffsets", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.org()
+		e, other := f.run(o.ID, base), f.run(o.ID, base)
+		lg := f.s.Logs()
+		// readFrom collects what ReadFrom passes, checking that it counts it right.
+		readFrom := func(id string, from, limit int64) string {
+			t.Helper()
+			var b strings.Builder
+			n, err := lg.ReadFrom(f.ctx, id, from, limit, func(p []byte) error {
+				if len(p) == 0 {
+					t.Errorf("ReadFrom(%d, %d) passed an empty slice", from, limit)
+				}
+				b.Write(p)
+				return nil
+			})
+			must(t, err)
+			if n != int64(b.Len()) {
+				t.Errorf("ReadFrom(%d, %d) returned %d, passed %d bytes", from, limit, n, b.Len())
+			}
+			return b.String()
+		}
+		equal(t, "empty log", readFrom(e.ID, 0, -1), "")
+		equal(t, "empty log from 5", readFrom(e.ID, 5, 10), "")
+
+		// Chunks of bytes, not characters: "é" and "✓" are 2 and 3 bytes, \xff one.
+		chunks := []string{"héllo\n", "wörld ✓\n", "\xff\x00raw\n", "", "x", "last line\n"}
+		var whole string
+		for i, c := range chunks {
+			must(t, lg.Append(f.ctx, e.ID, i+1, c))
+			whole += c
+		}
+		must(t, lg.Append(f.ctx, other.ID, 1, "another run's line\n"))
+		equal(t, "whole log", readFrom(e.ID, 0, -1), whole)
+		n := int64(len(whole))
+		for from := int64(0); from <= n+2; from++ {
+			want := ""
+			if from < n {
+				want = whole[from:]
+			}
+			if got := readFrom(e.ID, from, -1); got != want {
+				t.Fatalf("from %d: %q, want %q", from, got, want)
+			}
+			for _, limit := range []int64{0, 1, 3, 7, 100} {
+				w := want[:min(int64(len(want)), limit)]
+				if got := readFrom(e.ID, from, limit); got != w {
+					t.Fatalf("from %d, limit %d: %q, want %q", from, limit, got, w)
+				}
+			}
+		}
+		// Paging by the bytes read gives the log back whole, whatever the page size.
+		for _, page := range []int64{1, 2, 5, 64} {
+			var b strings.Builder
+			for from := int64(0); ; {
+				got := readFrom(e.ID, from, page)
+				if got == "" {
+					break
+				}
+				b.WriteString(got)
+				from += int64(len(got))
+			}
+			equal(t, fmt.Sprintf("paged by %d", page), b.String(), whole)
+		}
+		// Appends after a read continue at the end.
+		must(t, lg.Append(f.ctx, e.ID, 7, "more\n"))
+		equal(t, "read past the old end", readFrom(e.ID, n, -1), "more\n")
+
+		// fn's error stops the read and is returned.
+		stop := errors.New("stop")
+		calls := 0
+		got, err := lg.ReadFrom(f.ctx, e.ID, 0, -1, func([]byte) error { calls++; return stop })
+		if !errors.Is(err, stop) || calls != 1 || got != 0 {
+			t.Errorf("ReadFrom with a failing fn: %d, %v after %d calls", got, err, calls)
+		}
+		equal(t, "unknown run", readFrom(domain.NewID(), 0, -1), "")
+		must(t, lg.DeleteAll(f.ctx, e.ID))
+		equal(t, "after DeleteAll", readFrom(e.ID, 0, -1), "")
+	})
+
 	t.Run("LargeLog", func(t *testing.T) {
 		f := setup(t, open)
 		e := f.run(f.org().ID, base)
@@ -1099,6 +1182,14 @@ func testLogs(t *testing.T, open Opener) {
 		must(t, err)
 		if log != want.String() {
 			t.Errorf("log of %d bytes differs from the %d bytes appended", len(log), want.Len())
+		}
+		// A read from the middle of a large log starts at its byte, and a bounded one stops.
+		var b strings.Builder
+		from := int64(want.Len()/2 + 17)
+		n, err := f.s.Logs().ReadFrom(f.ctx, e.ID, from, 100_000, func(p []byte) error { b.Write(p); return nil })
+		must(t, err)
+		if n != 100_000 || b.String() != want.String()[from:from+100_000] {
+			t.Errorf("ReadFrom(%d, 100000): %d bytes, equal %v", from, n, b.String() == want.String()[from:from+100_000])
 		}
 	})
 }

@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	events := hubEvents{hub: hub, clock: clock}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
-	backend, err := newDocker(cfg.DockerHost, res)
+	backend, err := newDocker(cfg, res, log)
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
@@ -255,12 +255,17 @@ func (a *App) Run(ctx context.Context) {
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
 			a.log.Error("the Docker engine does not answer: runs stay queued until it does", "err", err)
+		} else if err := a.backend.EnsureNetwork(ctx); err != nil {
+			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}
 		start(func(ctx context.Context) {
 			if err := run.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
 				a.log.Warn("reconciling containers at start failed", "err", err)
 			}
 			a.runner.Run(ctx)
+		})
+		start(func(ctx context.Context) {
+			run.SweepContainersEvery(ctx, a.Store, a.backend, a.runner.ID, a.log, time.Minute)
 		})
 	}
 	wg.Wait()

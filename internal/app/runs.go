@@ -3,10 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/netip"
 	"os"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
+	"verdict/internal/config"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/realtime"
@@ -52,6 +55,11 @@ func runnerID(dataDir string) string {
 
 // newDocker connects the Docker backend; an engine that does not answer is reported, and
 // the API serves anyway (runs wait in the queue).
-func newDocker(host string, res run.Resources) (*docker.Backend, error) {
-	return docker.New(host, docker.Options{DefaultResources: res})
+func newDocker(cfg *config.Config, res run.Resources, log *slog.Logger) (*docker.Backend, error) {
+	blocked := cfg.BlockedNets
+	if blocked == nil {
+		blocked = []netip.Prefix{} // VERDICT_RUN_BLOCKED_CIDRS=none; nil would be the backend's default
+	}
+	return docker.New(cfg.DockerHost, docker.Options{DefaultResources: res, Network: cfg.RunNetwork,
+		BlockedNets: blocked, DiskLimitBytes: int64(cfg.RunDiskMB) << 20, Log: log})
 }

@@ -12,6 +12,16 @@ import (
 // ErrImageNotFound: the image is not on the engine and could not be pulled.
 var ErrImageNotFound = errors.New("image not found")
 
+// ErrDiskLimit: Wait stopped the container because its writable layer passed the backend's
+// disk bound.
+var ErrDiskLimit = errors.New("disk limit exceeded")
+
+// MaxRawLineBytes bounds a log line as a Backend passes it on: of a longer line, the first
+// MaxRawLineBytes bytes come as a line and the rest of it is dropped. It exceeds the stored line
+// (16 KiB) by more than the longest variable value (32 KiB), so a secret is masked whole before
+// the line is cut.
+const MaxRawLineBytes = 64 << 10
+
 // Labels put on every container Verdict starts, so orphans can be found after a crash.
 const (
 	LabelManaged = "dev.verdict.managed" // "true"
@@ -57,12 +67,14 @@ type Backend interface {
 	// EnsureImage makes the image available locally, pulling only when absent;
 	// ErrImageNotFound when it cannot be had.
 	EnsureImage(ctx context.Context, image string) error
-	// Start creates and starts the container and returns its ID.
+	// Start creates and starts the container and returns its ID. When it fails, or ctx ends
+	// meanwhile, it leaves no container behind.
 	Start(ctx context.Context, spec Spec) (id string, err error)
 	// Logs streams the container's combined stdout and stderr from its start until it exits,
-	// as whole lines; closing the stream stops following.
+	// as whole lines of at most MaxRawLineBytes; closing the stream stops following.
 	Logs(ctx context.Context, id string) (io.ReadCloser, error)
-	// Wait blocks until the container exits and returns its exit code.
+	// Wait blocks until the container exits and returns its exit code; ErrDiskLimit when it
+	// stopped the container for passing the disk bound.
 	Wait(ctx context.Context, id string) (exitCode int, err error)
 	// CopyOut copies the folder at path in the container (running or exited) as a tar stream
 	// whose entries start with the folder's base name (/app/junit gives junit/...); the caller

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Log streaming bounds: a line longer than maxLineBytes is cut; a run's stored log stops at
@@ -15,13 +16,18 @@ const (
 	maxLogBytes   = 32 << 20
 	batchBytes    = 32 << 10
 	batchInterval = 50 * time.Millisecond
+	// maxSecretBytes is the longest variable value a run accepts, so the longest secret.
+	maxSecretBytes = 32 << 10
 )
+
+// lineCutMark ends a line that was cut; the rest of that line is dropped.
+const lineCutMark = " [verdict: line cut at 16 KiB]\n"
 
 // logSink receives batches of whole lines, in order.
 type logSink func(chunk string)
 
-// pumpLogs reads the container's output, masks secrets, and hands the sink batches of whole
-// lines. A line after a quiet spell (nothing sent for batchInterval) goes out at once; during a
+// pumpLogs reads the container's output, masks secrets (then cuts long lines), and hands the
+// sink batches of whole lines. A line after a quiet spell (nothing sent for batchInterval) goes out at once; during a
 // burst, lines wait at most batchInterval or until batchBytes, so a chatty suite costs at most
 // one event per batchInterval. It returns when r ends (the container exited) or ctx ends.
 func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink logSink) {
@@ -30,10 +36,10 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 		defer close(lines)
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
-			line, err := readLine(br)
+			line, cut, err := readLine(br)
 			if line != "" || err == nil {
 				select {
-				case lines <- line:
+				case lines <- finishLine(line, cut, mask):
 				case <-ctx.Done():
 					return
 				}
@@ -71,9 +77,6 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 			if capped {
 				continue
 			}
-			if mask != nil {
-				line = mask.Replace(line)
-			}
 			if total+len(line) > maxLogBytes {
 				capped = true
 				line = "[verdict] log truncated: the run printed more than 32 MiB\n"
@@ -95,33 +98,57 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 	}
 }
 
-// readLine reads one line including its newline (added when the stream ends without one),
-// cutting lines longer than maxLineBytes.
-func readLine(br *bufio.Reader) (string, error) {
+// readLine reads one line without its newline, keeping at most MaxRawLineBytes of it and
+// dropping the rest. cut tells that the line reached MaxRawLineBytes: a backend passes a longer
+// line on cut to exactly that length, so a line this long may have been cut before it came.
+func readLine(br *bufio.Reader) (line string, cut bool, err error) {
 	var b strings.Builder
+	n := 0 // the line's length, dropped bytes included
 	for {
 		frag, err := br.ReadSlice('\n')
-		if b.Len() < maxLineBytes {
-			room := maxLineBytes - b.Len()
-			if len(frag) > room {
-				frag = frag[:room]
-			}
-			b.Write(frag)
+		if err == nil {
+			frag = frag[:len(frag)-1]
 		}
-		switch err {
-		case bufio.ErrBufferFull:
+		if room := MaxRawLineBytes - b.Len(); room > 0 {
+			b.Write(frag[:min(len(frag), room)])
+		}
+		n += len(frag)
+		if err == bufio.ErrBufferFull {
 			continue
-		case nil:
-			s := b.String()
-			if !strings.HasSuffix(s, "\n") {
-				s += "\n"
-			}
-			return s, nil
-		default:
-			if b.Len() == 0 {
-				return "", err
-			}
-			return strings.TrimSuffix(b.String(), "\n") + "\n", err
 		}
+		return b.String(), n >= MaxRawLineBytes, err
 	}
+}
+
+// finishLine masks the secrets in a line and only then cuts it to maxLineBytes (on a character
+// boundary), so a secret across the cut is masked whole instead of leaking its first characters.
+func finishLine(line string, cut bool, mask *strings.Replacer) string {
+	if mask != nil {
+		masked := mask.Replace(line)
+		if cut {
+			// The end of a cut line may hold the start of a secret whose rest was dropped, which
+			// no mask matches, and masking shorter secrets before it may have moved it within
+			// the cut. Keep only the masked text of what lies before the last maxSecretBytes-1
+			// bytes, where no secret can have been cut: it is the longest common start of the
+			// two maskings.
+			safe := mask.Replace(line[:max(0, len(line)-(maxSecretBytes-1))])
+			n := 0
+			for n < len(masked) && n < len(safe) && masked[n] == safe[n] {
+				n++
+			}
+			masked = masked[:n]
+		}
+		line = masked
+	}
+	if len(line) > maxLineBytes {
+		n := maxLineBytes
+		for n > 0 && !utf8.RuneStart(line[n]) {
+			n--
+		}
+		line, cut = line[:n], true
+	}
+	if cut {
+		return line + lineCutMark
+	}
+	return line + "\n"
 }

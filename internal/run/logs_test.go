@@ -74,11 +74,47 @@ func TestPumpLogsSendsAQuietLineAtOnce(t *testing.T) {
 }
 
 func TestReadLineCutsLongLines(t *testing.T) {
-	chunks, _ := collect(t, strings.NewReader(strings.Repeat("y", 3*maxLineBytes)+"\nshort\n"), RunEnv{})
+	// One line of 3 MiB: its start is kept, cut and marked, the rest dropped.
+	chunks, _ := collect(t, strings.NewReader(strings.Repeat("y", 3<<20)+"\nshort\n"+strings.Repeat("z", 3*maxLineBytes)), RunEnv{})
 	got := strings.Join(chunks, "")
-	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 2 || len(lines[0]) != maxLineBytes || lines[1] != "short" {
-		t.Fatalf("lines %d, first %d bytes", len(lines), len(lines[0]))
+	want := strings.Repeat("y", maxLineBytes) + lineCutMark + "short\n" + strings.Repeat("z", maxLineBytes) + lineCutMark
+	if got != want {
+		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	}
+	// A cut never splits a character.
+	chunks, _ = collect(t, strings.NewReader("a"+strings.Repeat("é", maxLineBytes)), RunEnv{})
+	if got := strings.Join(chunks, ""); !strings.HasSuffix(got, "é"+lineCutMark) || len(got) != maxLineBytes-1+len(lineCutMark) {
+		t.Fatalf("cut inside a character: %d bytes ending %q", len(got), got[max(0, len(got)-40):])
+	}
+	if MaxRawLineBytes < maxLineBytes+maxSecretBytes {
+		t.Fatal("a backend's line cut must leave room for a secret across the stored cut")
+	}
+}
+
+// A secret across the 16 KiB cut is masked whole first: none of its characters reach the log.
+func TestPumpLogsMasksBeforeCutting(t *testing.T) {
+	secret := "s3cr3t-" + strings.Repeat("k", 40)
+	env := RunEnv{Vars: map[string]string{"TOKEN": secret}, Secrets: []string{"TOKEN"}}
+	for _, start := range []int{maxLineBytes - 5, maxLineBytes - 1, maxLineBytes - len(secret) + 1} {
+		in := strings.Repeat("x", start) + secret + strings.Repeat("x", 100) + "\n"
+		got := strings.Join(func() []string { c, _ := collect(t, strings.NewReader(in), env); return c }(), "")
+		want := (strings.Repeat("x", start) + Mask + strings.Repeat("x", 100))[:maxLineBytes] + lineCutMark
+		if got != want {
+			t.Fatalf("secret at %d: log ends %q, want %q", start, got[max(0, len(got)-80):], want[max(0, len(want)-80):])
+		}
+	}
+
+	// A line longer than a backend passes on: the secret at the cut end lost its rest, and the
+	// secrets masked before it shrank the line enough to bring its start within 16 KiB.
+	long := strings.Repeat("L", 10<<10)
+	env = RunEnv{Vars: map[string]string{"LONG": long, "TOKEN": secret}, Secrets: []string{"LONG", "TOKEN"}}
+	var in strings.Builder
+	in.WriteString(strings.Repeat(long+" ", 5))
+	in.WriteString(strings.Repeat("x", MaxRawLineBytes-in.Len()-10) + secret + strings.Repeat("y", 1000) + "\n")
+	chunks, _ := collect(t, strings.NewReader(in.String()), env)
+	got := strings.Join(chunks, "")
+	if strings.Contains(got, "s3cr3t") || strings.Contains(got, "LLL") || !strings.HasPrefix(got, Mask+" "+Mask+" ") || !strings.HasSuffix(got, lineCutMark) {
+		t.Fatalf("a cut line leaks a secret's start or lost its masks: %q ... %q", got[:min(len(got), 40)], got[max(0, len(got)-60):])
 	}
 }
 

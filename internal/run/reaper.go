@@ -95,6 +95,29 @@ func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, 
 			}
 		}
 	}
+	return SweepContainers(ctx, st, b, runnerID, log)
+}
+
+// SweepContainersEvery runs SweepContainers every interval until ctx ends.
+func SweepContainersEvery(ctx context.Context, st store.Store, b Backend, runnerID string, log *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := SweepContainers(ctx, st, b, runnerID, log); err != nil && ctx.Err() == nil {
+			log.Warn("sweeping finished runs' containers failed", "err", err)
+		}
+	}
+}
+
+// SweepContainers removes this runner's containers whose run is over or gone: the runner
+// removes each container as its run ends, so one is left only when that removal failed (an
+// engine that did not answer in time). Other runners' containers are never touched.
+func SweepContainers(ctx context.Context, st store.Store, b Backend, runnerID string, log *slog.Logger) error {
 	containers, err := b.List(ctx, map[string]string{LabelManaged: "true", LabelRunner: runnerID})
 	if err != nil {
 		return err

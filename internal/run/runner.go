@@ -232,7 +232,10 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 		if errors.Is(err, ErrImageNotFound) {
 			return fail("image %q not found on the Docker engine and could not be pulled", e.Image)
 		}
-		return fail("preparing image %q failed: %v", e.Image, err)
+		// The engine's words can tell an open registry port from a closed one: they go to the
+		// log, not to the run.
+		log.Warn("preparing the image failed", "image", e.Image, "err", err)
+		return fail("the Docker engine could not prepare image %q", e.Image)
 	}
 	id, err := r.Backend.Start(ctx, r.spec(e, env))
 	if err != nil {
@@ -274,6 +277,9 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 		scancel()
 		switch ended = endedBy(ctx); {
 		case ended != nil:
+		case errors.Is(werr, ErrDiskLimit):
+			f := fail("%s", ErrDiskLimit)
+			ended = &f
 		case errors.Is(werr, context.DeadlineExceeded):
 			f := fail("timed out after %s", timeout)
 			ended = &f

@@ -3,8 +3,13 @@
 // version negotiated so that old engines (API 1.40 and up) work.
 //
 // Every container is locked down by default: unprivileged, all capabilities dropped,
-// no-new-privileges, memory, CPU and process limits, no host mounts. Containers are never
-// auto-removed, because the reports are copied out after the exit; Remove does it.
+// no-new-privileges, memory, CPU and process limits, no host mounts. Its network is Verdict's
+// run network, a bridge on which containers cannot reach each other nor, by host firewall
+// rules, the blocked destinations (cloud metadata); the engine keeps it away from containers
+// on other networks, and it reaches the host as host.docker.internal. The engine keeps at most
+// 200 MB of its output, and with a disk limit its writable layer is bounded (by Wait, which
+// measures it, and by the engine's quota where the storage driver has one). Containers are
+// never auto-removed, because the reports are copied out after the exit; Remove does it.
 package docker
 
 import (
@@ -15,11 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -37,13 +45,24 @@ const (
 	DefaultPidsLimit   = 1024
 )
 
-// Options tune a Backend. The zero value is the safe default.
+// Options tune a Backend. The zero value is the safe default, but for DiskLimitBytes.
 type Options struct {
 	// Defaults for a Spec whose Resources fields are zero; zero here means the package defaults.
 	DefaultResources run.Resources
-	// Network is the network mode of run containers: "" is the engine's default bridge;
-	// "none" cuts them off (then BASE_URL cannot be reached).
+	// Network is the engine network run containers join, created when missing (see
+	// EnsureNetwork): "" is DefaultNetwork; "none" cuts them off (then BASE_URL cannot be
+	// reached).
 	Network string
+	// BlockedNets are destinations no run may reach: nil is DefaultBlockedNets, empty is none.
+	BlockedNets []netip.Prefix
+	// DiskLimitBytes bounds a run container's writable layer, 0 for no bound: Wait stops a
+	// container past it with run.ErrDiskLimit.
+	DiskLimitBytes int64
+	// DiskPoll is how often Wait measures the writable layer [DefaultDiskPoll].
+	DiskPoll time.Duration
+	// Log receives what the operator must know, such as isolation that could not be set up
+	// [slog.Default()].
+	Log *slog.Logger
 	// DisableInit runs the image's entrypoint as PID 1. By default the engine's init
 	// (docker-init) is PID 1, so suites that spawn browsers have their zombies reaped and
 	// SIGTERM reaches them on Stop.
@@ -57,7 +76,30 @@ type Backend struct {
 
 	ncpuOnce sync.Once
 	ncpu     int64 // the engine's CPU count, 0 if unknown
+
+	netMu    sync.Mutex
+	netReady bool         // EnsureNetwork succeeded
+	quota    atomic.Int32 // quotaUnknown, quotaSupported or quotaUnsupported
 }
+
+func (b *Backend) log() *slog.Logger {
+	if b.opts.Log == nil {
+		return slog.Default()
+	}
+	return b.opts.Log
+}
+
+// The engine's log of a container's output (json-file) is at most logFiles files of
+// logFileSize. Verdict stores at most 32 MiB of a run's log, reading it live: the engine's JSON
+// framing (some 70 bytes a line) about doubles short lines, so the first file holds what Verdict
+// stores, and a follower that lags less than one file behind loses nothing.
+const (
+	logFileSize = "100m"
+	logFiles    = "2"
+)
+
+// startTimeout bounds creating and starting a container, which a cancelled run does not abort.
+const startTimeout = 2 * time.Minute
 
 var _ run.Backend = (*Backend)(nil)
 
@@ -160,7 +202,11 @@ func (b *Backend) hostConfig(r run.Resources) *container.HostConfig {
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: false, // suites write their reports under /app
-		NetworkMode:    container.NetworkMode(b.opts.Network),
+		NetworkMode:    container.NetworkMode(b.network()),
+		LogConfig: container.LogConfig{
+			Type:   "json-file",
+			Config: map[string]string{"max-size": logFileSize, "max-file": logFiles},
+		},
 		Resources: container.Resources{
 			Memory:     r.MemoryBytes,
 			MemorySwap: r.MemoryBytes, // no swap on top of the memory limit
@@ -176,11 +222,17 @@ func (b *Backend) hostConfig(r run.Resources) *container.HostConfig {
 }
 
 // Start creates and starts the container with exactly spec.Labels (the runner sets
-// run.LabelManaged and the run's labels). A container that was created but could not start is
-// removed again.
+// run.LabelManaged and the run's labels) on the run network. A container that was created but
+// could not start, or whose ctx ended meanwhile, is removed again.
+//
+// Creating and starting are detached from ctx (and bounded by startTimeout): a create aborted
+// by a cancel may still have made the container on the engine, with no ID back to remove it by.
 func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 	if spec.Image == "" {
 		return "", errors.New("docker: spec has no image")
+	}
+	if err := b.EnsureNetwork(ctx); err != nil {
+		return "", err
 	}
 	env := make([]string, 0, len(spec.Env))
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -191,7 +243,9 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 	if spec.HostGateway {
 		hc.ExtraHosts = []string{"host.docker.internal:host-gateway"}
 	}
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	opts := client.ContainerCreateOptions{
 		Name: spec.Name,
 		Config: &container.Config{
 			Image:      spec.Image,
@@ -201,18 +255,81 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 			Labels:     spec.Labels, // the runner's; Verdict's reconciler finds its containers by them
 		},
 		HostConfig: hc,
-	})
+	}
+	id, err := b.createAndStart(ctx, cctx, opts)
+	if err != nil && isNetworkMissing(err) {
+		// The run network was removed behind Verdict's back (docker network prune removes an
+		// unused one): it is made again.
+		b.forgetNetwork()
+		if err = b.EnsureNetwork(cctx); err == nil {
+			id, err = b.createAndStart(ctx, cctx, opts)
+		}
+	}
 	if err != nil {
 		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
 			return "", fmt.Errorf("%w: create container from %s: %v", run.ErrImageNotFound, spec.Image, err)
 		}
-		return "", fmt.Errorf("create container %s from %s: %w", spec.Name, spec.Image, err)
-	}
-	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		_ = b.Remove(context.WithoutCancel(ctx), created.ID)
 		return "", fmt.Errorf("start container %s from %s: %w", spec.Name, spec.Image, err)
 	}
+	return id, nil
+}
+
+// createAndStart creates and starts the container with cctx. A container that cannot start, or
+// whose run's ctx has ended, is removed again.
+func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.ContainerCreateOptions) (string, error) {
+	id, err := b.create(cctx, opts)
+	if err != nil {
+		return "", err
+	}
+	if ctx.Err() == nil {
+		_, err = b.cli.ContainerStart(cctx, id, client.ContainerStartOptions{})
+	}
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		b.removeDetached(ctx, id)
+		return "", err
+	}
+	return id, nil
+}
+
+// create creates the container, asking the engine for a disk quota until it is known whether it
+// can. A failed create removes the container by its name, in case the engine made it all the
+// same (a timed-out request).
+func (b *Backend) create(ctx context.Context, opts client.ContainerCreateOptions) (string, error) {
+	opts.HostConfig.StorageOpt = b.storageQuota()
+	created, err := b.cli.ContainerCreate(ctx, opts)
+	if err != nil && opts.HostConfig.StorageOpt != nil && b.quota.Load() == quotaUnknown && !cerrdefs.IsConflict(err) {
+		// Most storage drivers cannot bound a container's layer (overlay2 only on xfs with
+		// pquota): without the quota, Wait alone bounds it.
+		if opts.Name != "" {
+			b.removeDetached(ctx, opts.Name)
+		}
+		opts.HostConfig.StorageOpt = nil
+		if created, err = b.cli.ContainerCreate(ctx, opts); err == nil && b.quota.CompareAndSwap(quotaUnknown, quotaUnsupported) {
+			b.log().Info("the engine cannot bound a container's writable layer; Verdict measures it while the run goes on", "limit_bytes", b.opts.DiskLimitBytes)
+		}
+	}
+	if err != nil {
+		if !cerrdefs.IsConflict(err) && opts.Name != "" {
+			b.removeDetached(ctx, opts.Name)
+		}
+		return "", err
+	}
+	if opts.HostConfig.StorageOpt != nil {
+		b.quota.CompareAndSwap(quotaUnknown, quotaSupported)
+	}
 	return created.ID, nil
+}
+
+// removeDetached removes a container by ID or name, even when ctx has ended.
+func (b *Backend) removeDetached(ctx context.Context, idOrName string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.Remove(rctx, idOrName); err != nil {
+		b.log().Warn("removing a container that did not start failed", "container", idOrName, "err", err)
+	}
 }
 
 // Logs follows the container's stdout and stderr from its start until it exits, as one stream of
@@ -259,22 +376,62 @@ func (l *logStream) Close() error {
 
 // lineWriter passes on only whole lines, holding back a partial last line until it is completed
 // or flushed. StdCopy calls the writers from one goroutine, so no locking is needed.
+//
+// A line longer than run.MaxRawLineBytes goes on as soon as that much of it has arrived, cut
+// to exactly that length, and the rest of it is dropped up to its newline (the runner marks the
+// line as cut): held whole, a container printing without a newline grew the server's memory
+// without bound; split into pieces, a secret across a split would escape the masking.
 type lineWriter struct {
-	dst     io.Writer
-	pending []byte
+	dst      io.Writer
+	pending  []byte
+	dropping bool // the rest of a cut line is being dropped
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
-	w.pending = append(w.pending, p...)
-	i := bytes.LastIndexByte(w.pending, '\n')
-	if i < 0 {
-		return len(p), nil
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		switch {
+		case w.dropping:
+			if i < 0 {
+				return n, nil
+			}
+			p, w.dropping = p[i+1:], false
+		case len(w.pending) > 0 && i >= 0 && len(w.pending)+i <= run.MaxRawLineBytes:
+			// The held-back line ends here.
+			w.pending = append(w.pending, p[:i+1]...)
+			if _, err := w.dst.Write(w.pending); err != nil {
+				return 0, err
+			}
+			w.pending, p = w.pending[:0], p[i+1:]
+		case len(w.pending) == 0 && i >= 0 && i <= run.MaxRawLineBytes:
+			// Whole lines within the bound go on in one write, straight from p.
+			end := i + 1
+			for {
+				j := bytes.IndexByte(p[end:], '\n')
+				if j < 0 || j > run.MaxRawLineBytes {
+					break
+				}
+				end += j + 1
+			}
+			if _, err := w.dst.Write(p[:end]); err != nil {
+				return 0, err
+			}
+			p = p[end:]
+		default:
+			// A partial line: hold it back, up to the bound.
+			take := min(len(p), run.MaxRawLineBytes-len(w.pending))
+			w.pending, p = append(w.pending, p[:take]...), p[take:]
+			if len(w.pending) < run.MaxRawLineBytes {
+				return n, nil
+			}
+			if _, err := w.dst.Write(append(w.pending, '\n')); err != nil {
+				return 0, err
+			}
+			w.pending, w.dropping = w.pending[:0], true
+		}
 	}
-	if _, err := w.dst.Write(w.pending[:i+1]); err != nil {
-		return 0, err
-	}
-	w.pending = append(w.pending[:0], w.pending[i+1:]...)
-	return len(p), nil
+	return n, nil
 }
 
 // flush writes a last line that had no newline, ending it with one.
@@ -287,17 +444,37 @@ func (w *lineWriter) flush() error {
 	return err
 }
 
-// Wait blocks until the container is not running and returns its exit code.
+// Wait blocks until the container is not running and returns its exit code. With a disk limit,
+// it measures the container's writable layer meanwhile and kills a container past the limit:
+// then the error is run.ErrDiskLimit.
 func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	res := b.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	var (
+		exceeded atomic.Bool
+		over     <-chan int64
+	)
+	if b.opts.DiskLimitBytes > 0 {
+		over = b.watchDisk(ctx, id, &exceeded)
+	}
+	diskErr := func(size int64) error {
+		return fmt.Errorf("%w: container %s wrote %d MiB to its writable layer, the limit is %d MiB",
+			run.ErrDiskLimit, id, size>>20, b.opts.DiskLimitBytes>>20)
+	}
 	select {
 	case r := <-res.Result:
+		if exceeded.Load() {
+			return int(r.StatusCode), diskErr(<-over)
+		}
 		if r.Error != nil && r.Error.Message != "" {
 			return int(r.StatusCode), fmt.Errorf("wait for container %s: %s", id, r.Error.Message)
 		}
 		return int(r.StatusCode), nil
 	case err := <-res.Error:
 		return -1, fmt.Errorf("wait for container %s: %w", id, err)
+	case size := <-over:
+		return -1, diskErr(size)
 	}
 }
 

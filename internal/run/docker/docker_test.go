@@ -471,6 +471,13 @@ func TestLockedDownByDefault(t *testing.T) {
 		if hc.AutoRemove {
 			t.Error("AutoRemove is on; reports could not be copied out after the exit")
 		}
+		// The engine's own log of the output is bounded: two files of 100 MB.
+		if lc := hc.LogConfig; lc.Type != "json-file" || lc.Config["max-size"] != "100m" || lc.Config["max-file"] != "2" {
+			t.Errorf("log config %+v, want json-file with max-size 100m and max-file 2", lc)
+		}
+		if _, ok := c.NetworkSettings.Networks[docker.DefaultNetwork]; string(hc.NetworkMode) != docker.DefaultNetwork || !ok || len(c.NetworkSettings.Networks) != 1 {
+			t.Errorf("network mode %q, networks %v: want the run network alone", hc.NetworkMode, slices.Collect(maps.Keys(c.NetworkSettings.Networks)))
+		}
 		hasGateway := slices.Contains(hc.ExtraHosts, "host.docker.internal:host-gateway")
 		if hasGateway != tc.hostGate {
 			t.Errorf("ExtraHosts %v, host gateway wanted: %v", hc.ExtraHosts, tc.hostGate)

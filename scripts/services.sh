@@ -192,6 +192,17 @@ ensure_stripe_mock() {
 
 # Debian chromium goes here later: one ensure_<name> function, exporting its address the same way.
 
+# The run isolation tests make a network namespace (ip) and check the engine's firewall rules
+# (iptables, which docker.io also needs).
+ensure_net_tools() {
+	local missing=()
+	command -v ip >/dev/null || missing+=(iproute2)
+	command -v iptables >/dev/null || missing+=(iptables)
+	((${#missing[@]} == 0)) || apt_install "${missing[@]}"
+	command -v ip >/dev/null && command -v iptables >/dev/null || die "ip and iptables are needed (iproute2, iptables)"
+}
+
+ensure_net_tools
 ensure_docker
 ensure_postgres
 ensure_redis

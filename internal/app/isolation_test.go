@@ -154,21 +154,11 @@ func httpGet(t *testing.T, url string) string {
 	return body
 }
 
-// engine is a client of the test engine, for what the backend does not expose.
-func engine(t *testing.T) *client.Client {
-	t.Helper()
-	c, err := client.New(client.FromEnv, client.WithHost(testenv.DockerHost(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // containerIP finds the running container of a run by its labels and returns its address.
 func containerIP(t *testing.T, orgID, taskID string) string {
 	t.Helper()
-	c := engine(t)
+	c := testenv.DockerClient(t)
 	f := make(client.Filters)
 	f.Add("label", run.LabelOrg+"="+orgID)
 	f.Add("label", run.LabelTask+"="+taskID)

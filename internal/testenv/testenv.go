@@ -6,6 +6,7 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	"github.com/moby/moby/client"
 	"net"
 	"net/url"
 	"os"
@@ -113,6 +114,18 @@ func DockerHost(t testing.TB) string {
 		}
 	}
 	return h
+}
+
+// DockerClient is a client of the test engine, for looking at what Verdict made there
+// independently of Verdict's own backend. It is closed when the test ends.
+func DockerClient(t testing.TB) *client.Client {
+	t.Helper()
+	c, err := client.New(client.FromEnv, client.WithHost(DockerHost(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func randomSuffix() string { return domain.RandomHex(6) }

@@ -43,7 +43,7 @@ func TestRunNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	raw := rawClient(t)
+	raw := testenv.DockerClient(t)
 	ctx := ctxFor(t, 2*time.Minute)
 
 	began := time.Now()
@@ -134,7 +134,7 @@ func TestDiskLimit(t *testing.T) {
 	if !errors.Is(err, run.ErrDiskLimit) {
 		t.Fatalf("a container past the limit: Wait = %v", err)
 	}
-	res, ierr := rawClient(t).ContainerInspect(ctx, big, client.ContainerInspectOptions{})
+	res, ierr := testenv.DockerClient(t).ContainerInspect(ctx, big, client.ContainerInspectOptions{})
 	if ierr != nil || res.Container.State.Running || res.Container.State.ExitCode != 137 {
 		t.Fatalf("after Wait: %+v, %v", res.Container.State, ierr)
 	}

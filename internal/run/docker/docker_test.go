@@ -48,16 +48,6 @@ func newBackend(t *testing.T) *docker.Backend {
 	return b
 }
 
-// rawClient inspects what the backend created, independently of it.
-func rawClient(t *testing.T) *client.Client {
-	t.Helper()
-	c, err := client.New(client.FromEnv, client.WithHost(testenv.DockerHost(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 func needImage(t *testing.T, b *docker.Backend, image string) {
 	t.Helper()
@@ -135,7 +125,7 @@ func untar(t *testing.T, rc io.ReadCloser) map[string]string {
 func TestPingNegotiatesAPIVersion(t *testing.T) {
 	b := newBackend(t)
 	v := b.APIVersion()
-	ping, err := rawClient(t).Ping(context.Background(), client.PingOptions{})
+	ping, err := testenv.DockerClient(t).Ping(context.Background(), client.PingOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +265,7 @@ func TestLogsFollowLive(t *testing.T) {
 		lines = append(lines, sc.Text())
 		if sc.Text() == "line 1 of 5" {
 			// The first numbered line arrives while the suite is still printing the others.
-			inspect, err := rawClient(t).ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			inspect, err := testenv.DockerClient(t).ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 			sawLiveLine = err == nil && inspect.Container.State.Running
 		}
 	}
@@ -422,7 +412,7 @@ func TestMissingImage(t *testing.T) {
 func TestLockedDownByDefault(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	raw := rawClient(t)
+	raw := testenv.DockerClient(t)
 	ctx := ctxFor(t, time.Minute)
 
 	limited := start(t, b, run.Spec{

@@ -154,7 +154,6 @@ func httpGet(t *testing.T, url string) string {
 	return body
 }
 
-
 // containerIP finds the running container of a run by its labels and returns its address.
 func containerIP(t *testing.T, orgID, taskID string) string {
 	t.Helper()

@@ -48,7 +48,6 @@ func newBackend(t *testing.T) *docker.Backend {
 	return b
 }
 
-
 func needImage(t *testing.T, b *docker.Backend, image string) {
 	t.Helper()
 	if err := b.EnsureImage(context.Background(), image); err != nil {

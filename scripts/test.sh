@@ -1,9 +1,67 @@
 #!/usr/bin/env bash
-# The project's test command: starts the real services, builds the sample suite images, then
-# vets and tests every package against them. Non-zero exit on any failure.
+# The project's test command: checks formatting, the module files and static analysis (gofmt,
+# go mod tidy, go vet, staticcheck), then starts the real services, builds the sample suite
+# images, and tests every package against them. Non-zero exit on any failure.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# staticcheck, pinned: a release that knows this Go version. Installed with `go install` into
+# GOPATH/bin when missing or of another version, and reused from there (like stripe-mock in
+# scripts/services.sh).
+STATICCHECK_VERSION=v0.8.2
+
+static_failed=
+
+echo "+ gofmt -l"
+# Every Go file of the work tree that git does not ignore (tracked or new, and still there).
+gofiles=()
+while IFS= read -r f; do
+	[[ -f $f ]] && gofiles+=("$f")
+done < <(git ls-files --cached --others --exclude-standard -- '*.go')
+if ((${#gofiles[@]} == 0)); then
+	echo "test.sh: FAIL: no Go files found (is this a git checkout?)" >&2
+	static_failed=1
+elif ! unformatted=$(gofmt -l "${gofiles[@]}"); then
+	echo "test.sh: FAIL: gofmt could not parse some files (above)" >&2
+	static_failed=1
+elif [[ -n $unformatted ]]; then
+	printf 'test.sh: FAIL: these files are not gofmt-formatted (fix with: gofmt -w FILE):\n%s\n' "$unformatted" >&2
+	static_failed=1
+fi
+
+echo "+ go mod tidy -diff"
+# Changes nothing: exits non-zero with a diff when go.mod or go.sum is not what `go mod tidy`
+# would write (a missing or unused requirement, a missing checksum).
+if ! tidy_diff=$(go mod tidy -diff 2>&1); then
+	printf 'test.sh: FAIL: go.mod/go.sum are not tidy (fix with: go mod tidy); what tidy would change:\n%s\n' \
+		"$(grep -v '^go: downloading ' <<<"$tidy_diff")" >&2
+	static_failed=1
+fi
+
+echo "+ go vet ./..."
+if ! go vet ./...; then
+	echo "test.sh: FAIL: go vet found problems (above)" >&2
+	static_failed=1
+fi
+
+gobin=$(go env GOBIN)
+staticcheck=${gobin:-$(go env GOPATH)/bin}/staticcheck
+if [[ ! -x $staticcheck ]] || [[ $("$staticcheck" -version 2>/dev/null) != *"(${STATICCHECK_VERSION#v})"* ]]; then
+	echo "+ go install honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+	GOFLAGS=-mod=mod go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" ||
+		{ echo "test.sh: FAIL: could not install staticcheck $STATICCHECK_VERSION" >&2; exit 1; }
+fi
+echo "+ staticcheck ./...   ($("$staticcheck" -version))"
+if ! "$staticcheck" ./...; then
+	echo "test.sh: FAIL: staticcheck found problems (above); fix them, or justify an exception with a //lint:ignore comment" >&2
+	static_failed=1
+fi
+
+if [[ -n $static_failed ]]; then
+	echo "test.sh: static checks failed; not running the tests" >&2
+	exit 1
+fi
 
 vars=$(scripts/services.sh)
 eval "$vars"
@@ -13,7 +71,5 @@ if [[ -x examples/suites/build.sh ]]; then
 	examples/suites/build.sh
 fi
 
-echo "+ go vet ./..."
-go vet ./...
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...

@@ -15,7 +15,8 @@ import (
 	"verdict/internal/store/sqlstore"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time: `make build` passes -ldflags "-X main.version=<git describe
+// --always --dirty>"; a plain `go build` or `go run` reports "dev".
 var version = "dev"
 
 const usage = `verdict — run containerised test suites as a multi-tenant service

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,15 +175,9 @@ func startVerdict(t *testing.T) *verdict {
 	}
 }
 
-// goTool is the go command of the toolchain running the test.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+// goTool is the go command of the toolchain running the test: `go test` puts that toolchain's
+// bin folder first on the test's PATH.
+func goTool() string { return "go" }
 
 type lockedWriter struct {
 	mu sync.Mutex

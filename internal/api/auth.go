@@ -49,15 +49,12 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to fetch user info")
 		return
 	}
-	o := orgView(org, count)
-	delete(o, "createdAt")
-	data := userView(u)
-	delete(data, "createdAt")
-	data["organization"] = o
+	data := Me{User: userView(u), Organization: orgView(org, count)}
+	data.CreatedAt, data.Organization.CreatedAt = "", "" // left out of this view
 	ok(w, obj{"data": data})
 }
 
-// logout is stateless (SPEC, DECISIONS 4): the client discards its token.
+// logout is stateless: the server keeps no session, and the client discards its token.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"message": "Logged out; discard the token on the client"})
 }
@@ -75,9 +72,7 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to create API key")
 		return
 	}
-	v := apiKeyView(k)
-	delete(v, "lastUsedAt")
-	created(w, obj{"apiKey": value, "data": v})
+	created(w, obj{"apiKey": value, "data": apiKeyView(k).NewAPIKey})
 }
 
 func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +82,7 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to list API keys")
 		return
 	}
-	out := make([]obj, len(keys))
+	out := make([]APIKey, len(keys))
 	for i := range keys {
 		out[i] = apiKeyView(&keys[i])
 	}

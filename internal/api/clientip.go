@@ -8,7 +8,7 @@ import (
 )
 
 // clientIP is the socket peer, unless the peer is a trusted proxy: then the right-most address
-// of X-Forwarded-For that is not itself a trusted proxy (DECISIONS 6). Left-most entries are
+// of X-Forwarded-For that is not itself a trusted proxy. Left-most entries are
 // whatever the client wrote and are never believed.
 func clientIP(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

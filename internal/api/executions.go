@@ -1,71 +1,102 @@
 package api
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/report"
 	"verdict/internal/store"
 )
 
-// ExecutionView is the JSON of an execution as the REST API and the execution-updated event
-// show it. Secret values never appear: only the names of the run's variables.
-func ExecutionView(e *domain.Execution, now time.Time) map[string]any {
-	tests := e.Tests
-	if tests == nil {
-		tests = []domain.TestResult{}
+// recordIndexes fills in which of a run's report folders hold an index.html when the run has not
+// recorded it (runs stored before it was recorded at collection time): a few file lookups, for
+// such runs only.
+func (s *Server) recordIndexes(ctx context.Context, e *domain.Execution) {
+	if e.ReportIndexes == nil && len(e.ReportDirs) > 0 && s.reports != nil {
+		e.ReportIndexes = report.IndexedDirs(ctx, s.reports, e.OrganizationID, e.TaskID, e.ReportDirs)
 	}
-	v := obj{
-		"taskId": e.TaskID, "organizationId": e.OrganizationID, "projectId": nullable(e.ProjectID),
-		"image": e.Image, "command": e.Command, "environment": e.Environment, "baseUrl": e.BaseURL,
-		"folder": folderOrAll(e.Folder), "timeoutSeconds": e.TimeoutSeconds, "envVarNames": nonNil(e.EnvNames),
-		"status": e.Status, "queueReason": nullable(e.QueueReason), "error": nullable(e.Error), "exitCode": e.ExitCode,
-		"queuedAt": ts(e.QueuedAt), "startedAt": tsPtr(e.StartedAt), "finishedAt": tsPtr(e.FinishedAt),
-		"durationMs": e.DurationMs(now), "triggeredBy": e.TriggeredBy, "viaApiKey": e.ViaAPIKey,
-		"cancelRequested": e.CancelRequested, "summary": e.Summary, "tests": tests,
-		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
-	}
-	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
-	var html, allure any
-	artifacts := []string{}
-	for _, d := range e.ReportDirs {
-		switch d {
-		case "playwright-report", "reports", "html-report":
-			if html == nil {
-				html = base + d + "/"
-			}
-		case "allure-report":
-			allure = base + d + "/"
+}
+
+// executionPage is the answer of GET /api/executions, {"data":{"executions":[…],"total",
+// "limit","offset"},"success":true}. Its items come encoded (most from finishedItems), so it is
+// written out here, in the key order encoding/json gives it; a test holds the two alike.
+type executionPage struct {
+	Executions           [][]byte // encoded ExecutionListItems
+	Total, Limit, Offset int
+}
+
+func (p *executionPage) appendJSON(b []byte) []byte {
+	b = append(b, `{"data":{"executions":[`...)
+	for i, item := range p.Executions {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		artifacts = append(artifacts, base+d+"/")
+		b = append(b, item...)
 	}
-	v["htmlReportUrl"], v["allureReportUrl"], v["artifacts"] = html, allure, artifacts
-	return v
+	b = append(b, `],"total":`...)
+	b = strconv.AppendInt(b, int64(p.Total), 10)
+	b = append(b, `,"limit":`...)
+	b = strconv.AppendInt(b, int64(p.Limit), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, int64(p.Offset), 10)
+	return append(b, "},\"success\":true}\n"...)
 }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+// finishedItems keeps the encoded list items of runs in a final status, by execution ID (never
+// reused). Such a run never changes, and nothing else its item shows does: its duration is
+// fixed once it finished, its report links are on this server's fixed origin. Encoding is then
+// paid once per run rather than on every page. Bounded; past the bound an arbitrary item makes
+// room.
+type finishedItems struct {
+	mu sync.RWMutex
+	m  map[string][]byte
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+const maxFinishedItems = 4096
+
+func (c *finishedItems) get(id string) []byte {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[id]
 }
 
-func folderOrAll(f string) string {
-	if f == "" {
-		return "all"
+func (c *finishedItems) put(id string, item []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string][]byte)
 	}
-	return f
+	if _, ok := c.m[id]; !ok && len(c.m) >= maxFinishedItems {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = item
+}
+
+// listItem is e's encoded list item at now.
+func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Time) ([]byte, error) {
+	final := e.Status.Final() && e.ID != ""
+	if final {
+		if b := s.finished.get(e.ID); b != nil {
+			return b, nil
+		}
+	}
+	s.recordIndexes(ctx, e)
+	b, err := json.Marshal(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
+	if err == nil && final {
+		s.finished.put(e.ID, b)
+	}
+	return b, err
 }
 
 func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +107,7 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		BaseURL        string            `json:"baseUrl"`
 		Folder         string            `json:"folder"`
 		ProjectID      string            `json:"projectId"`
-		EnvVars        map[string]string `json:"envVars"`
+		EnvVars        map[string]string `json:"envVars"` // the client's own names: a map, so any key is taken
 		TaskID         string            `json:"taskId"`
 		TimeoutSeconds int               `json:"timeoutSeconds"`
 	}
@@ -89,7 +120,7 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to queue execution")
 		return
 	}
-	created(w, obj{"taskId": e.TaskID, "status": e.Status, "execution": ExecutionView(e, s.clock())})
+	created(w, obj{"taskId": e.TaskID, "status": e.Status, "execution": s.views.Execution(e, s.clock())})
 }
 
 func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
@@ -124,12 +155,22 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock()
-	out := make([]map[string]any, len(list))
+	page := executionPage{Executions: make([][]byte, len(list)), Total: total, Limit: f.Limit, Offset: f.Offset}
+	size := 64
 	for i := range list {
-		out[i] = ExecutionView(&list[i], now)
-		delete(out[i], "tests") // the list stays light; GET one execution for its tests
+		if page.Executions[i], err = s.listItem(r.Context(), &list[i], now); err != nil {
+			s.fail(w, r, err, "Failed to list executions")
+			return
+		}
+		size += len(page.Executions[i]) + 1
 	}
-	ok(w, obj{"data": obj{"executions": out, "total": total, "limit": f.Limit, "offset": f.Offset}})
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Grow(size)
+	writeBody(w, http.StatusOK, page.appendJSON(buf.AvailableBuffer()))
+	if buf.Cap() <= maxPooledBuffer {
+		jsonBuffers.Put(buf)
+	}
 }
 
 func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +179,8 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
 	}
-	ok(w, obj{"execution": ExecutionView(e, s.clock())})
+	s.recordIndexes(r.Context(), e)
+	ok(w, obj{"execution": s.views.Execution(e, s.clock())})
 }
 
 func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +189,8 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to cancel execution")
 		return
 	}
-	ok(w, obj{"message": "Cancellation requested", "execution": ExecutionView(e, s.clock())})
+	s.recordIndexes(r.Context(), e)
+	ok(w, obj{"message": "Cancellation requested", "execution": s.views.Execution(e, s.clock())})
 }
 
 func (s *Server) deleteExecution(w http.ResponseWriter, r *http.Request) {

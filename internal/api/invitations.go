@@ -32,7 +32,7 @@ func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock()
-	out := make([]obj, len(list))
+	out := make([]Invitation, len(list))
 	for i := range list {
 		out[i] = invitationView(&list[i], now)
 	}

@@ -22,7 +22,7 @@ type access int
 const (
 	public      access = iota // no credentials
 	bearer                    // a JWT only
-	bearerOrKey               // a JWT or an API key (DECISIONS 9)
+	bearerOrKey               // a JWT or an API key (acting as its owner, with the owner's current role)
 )
 
 // limitKey says what a rate limit counts by.
@@ -33,7 +33,8 @@ const (
 	byOrg
 )
 
-// Rule is one rate limit: Limit requests per Window, counted in bucket Name.
+// Rule is one rate limit, counted in bucket Name: Limit requests per Window by GCRA (a full
+// bucket allows Limit at once, then one request every Window/Limit).
 type Rule struct {
 	Name   string
 	Limit  int
@@ -41,10 +42,10 @@ type Rule struct {
 	Key    limitKey
 }
 
-// RateLimits are the buckets of SPEC Limits and DECISIONS 6, by name.
+// RateLimits are the rate-limit buckets, by name (docs/openapi.yaml, "Rate limits").
 type RateLimits map[string]Rule
 
-// DefaultRateLimits returns the SPEC's limits.
+// DefaultRateLimits returns the limits the API reference documents.
 func DefaultRateLimits() RateLimits {
 	m := time.Minute
 	return RateLimits{
@@ -57,10 +58,10 @@ func DefaultRateLimits() RateLimits {
 		"invitations-public": {Limit: 100, Window: m, Key: byIP},
 		"api":                {Limit: 100, Window: m, Key: byOrg},
 		"strict":             {Limit: 10, Window: m, Key: byOrg},
-		// Not in the SPEC: CI polls run status, so runs get a bucket of their own above the
+		// CI polls run status, so runs get a bucket of their own above the
 		// general API tier.
 		"executions": {Limit: 300, Window: m, Key: byOrg},
-		// Not in the SPEC: the payment provider delivers bursts (e.g. after an outage) from a
+		// The payment provider delivers bursts (e.g. after an outage) from a
 		// few addresses; it retries what is refused.
 		"webhooks": {Limit: 600, Window: m, Key: byIP},
 	}
@@ -124,7 +125,8 @@ var (
 )
 
 // principalOf resolves the caller from a bearer JWT or an x-api-key header, re-reading the
-// user on every request (DECISIONS 3).
+// user on every request: a deleted or suspended user is refused at once, a changed role
+// applies at once.
 func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 	if authz := r.Header.Get("Authorization"); authz != "" {
 		token, found := strings.CutPrefix(authz, "Bearer ")
@@ -144,7 +146,7 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 }
 
 // authenticate puts the caller in the request's context, refusing API keys where they are not
-// allowed (DECISIONS 9).
+// allowed: on a bearer-only route, a request with only an x-api-key answers 403.
 func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !keysAllowed && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
@@ -160,9 +162,9 @@ func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.Hand
 	}
 }
 
-// rateLimit counts the request in its bucket, sets the X-RateLimit headers, and answers 429
-// past the limit. A limiter failure lets the request through (logged): an outage of Redis must
-// not take the API down with it.
+// rateLimit takes the request from its bucket, sets the X-RateLimit headers, and answers 429
+// when the bucket is empty. A limiter failure lets the request through (logged): an outage of
+// Redis must not take the API down with it.
 func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var key string
@@ -180,9 +182,11 @@ func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
 		h := w.Header()
 		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.ResetAt.Unix(), 10))
+		// Reset is when the bucket is full again, rounded up to a whole second so that it surely
+		// is by then; Retry-After is rounded up likewise, and never 0.
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.ResetAt.Add(time.Second-time.Nanosecond).Unix(), 10))
 		if !d.Allowed {
-			secs := int((d.RetryAfter + time.Second - 1) / time.Second)
+			secs := max(int((d.RetryAfter+time.Second-1)/time.Second), 1)
 			h.Set("Retry-After", strconv.Itoa(secs))
 			writeDomainError(w, domain.TooMany("Rate limit exceeded",
 				fmt.Sprintf("Too many requests; try again in %d seconds", secs)).With("retryAfter", secs))

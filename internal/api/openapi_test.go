@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -244,7 +245,7 @@ func newDocTestServer() *Server {
 		mounts[p] = http.NotFoundHandler()
 	}
 	return New(Deps{
-		Limiter: ratelimit.NewLimiter(ratelimit.NewMemoryStore(clock), clock),
+		Limiter: ratelimit.NewMemoryLimiter(clock),
 		Mounts:  mounts,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Version: "test",
@@ -613,5 +614,116 @@ func TestOpenAPISecurityAndLimitsMatchServer(t *testing.T) {
 				t.Errorf("%s: x-rate-limit limit %v, but the server sent X-RateLimit-Limit %q", o.key(), rl["limit"], header)
 			}
 		}
+	}
+}
+
+// lenientBodies are the operations whose JSON body is not the API's own: the payment
+// provider's webhook takes its events as they are, fields unknown to Verdict included.
+var lenientBodies = map[string]bool{"POST /api/webhooks/stripe": true}
+
+// TestOpenAPIRequestBodiesStrict: the server refuses unknown fields in every JSON body but the
+// lenient ones, so every object of those request schemas must say additionalProperties: false
+// (maps of the client's own names say additionalProperties: {schema}, without properties),
+// and their 400 answer must show the shared UnknownField example.
+func TestOpenAPIRequestBodiesStrict(t *testing.T) {
+	doc := loadOpenAPI(t)
+	checked := 0
+	for _, o := range doc.operations() {
+		body := doc.deref(o.Op["requestBody"])
+		schema := asMap(asMap(body["content"])["application/json"])["schema"]
+		if schema == nil || lenientBodies[o.key()] {
+			continue
+		}
+		checked++
+		for _, p := range strictSchemaProblems(doc, schema, "requestBody", 0) {
+			t.Errorf("%s: %s", o.key(), p)
+		}
+		bad := doc.deref(asMap(o.Op["responses"])["400"])
+		examples := asMap(asMap(asMap(bad["content"])["application/json"])["examples"])
+		if !slices.ContainsFunc(slices.Collect(maps.Values(examples)), func(e any) bool {
+			return asMap(e)["$ref"] == "#/components/examples/UnknownField"
+		}) {
+			t.Errorf("%s: its 400 answer does not show {$ref: '#/components/examples/UnknownField'}", o.key())
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no operation with a JSON request body was checked")
+	}
+}
+
+// strictSchemaProblems lists the objects of schema that do not refuse unknown members.
+func strictSchemaProblems(doc *openAPIDoc, v any, at string, depth int) []string {
+	m := asMap(v)
+	if ref, ok := m["$ref"].(string); ok {
+		at += " (" + ref + ")"
+		m = doc.deref(m)
+	}
+	if m == nil || depth > 20 {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		list, _ := m[k].([]any)
+		for i, sub := range list {
+			out = append(out, strictSchemaProblems(doc, sub, fmt.Sprintf("%s/%s/%d", at, k, i), depth+1)...)
+		}
+	}
+	types, _ := m["type"].([]any)
+	object := m["type"] == "object" || slices.Contains(types, any("object")) || m["properties"] != nil
+	props := asMap(m["properties"])
+	switch ap := m["additionalProperties"]; {
+	case !object:
+	case ap == false:
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			out = append(out, strictSchemaProblems(doc, props[name], at+"/properties/"+name, depth+1)...)
+		}
+	case asMap(ap) != nil && props == nil:
+		out = append(out, strictSchemaProblems(doc, ap, at+"/additionalProperties", depth+1)...)
+	default:
+		out = append(out, at+": an object of a request body must say additionalProperties: false (or, for a map of the client's own names, additionalProperties: {schema} without properties)")
+	}
+	if items := m["items"]; items != nil {
+		out = append(out, strictSchemaProblems(doc, items, at+"/items", depth+1)...)
+	}
+	return out
+}
+
+// TestStrictSchemaProblems pins the check on made-up schemas.
+func TestStrictSchemaProblems(t *testing.T) {
+	var raw any
+	if err := yaml.Unmarshal([]byte(`
+components:
+  schemas:
+    Open: {type: object, properties: {a: {type: string}}}
+    Closed: {type: object, additionalProperties: false, properties: {a: {type: string}}}
+body:
+  allOf:
+    - {$ref: '#/components/schemas/Closed'}
+    - {required: [a]}
+    - {$ref: '#/components/schemas/Open'}
+  type: object
+  additionalProperties: false
+  properties:
+    nested: {type: object, properties: {x: {type: integer}}}
+    list: {type: array, items: {type: object, additionalProperties: false, properties: {y: {type: object}}}}
+    vars: {type: object, additionalProperties: {type: string}}
+    half: {type: object, properties: {k: {type: string}}, additionalProperties: {type: string}}
+    fine: {type: [object, 'null'], additionalProperties: false}
+`), &raw); err != nil {
+		t.Fatal(err)
+	}
+	doc := &openAPIDoc{root: normalizeYAML(raw).(map[string]any)}
+	got := strictSchemaProblems(doc, doc.root["body"], "b", 0)
+	for i, p := range got {
+		got[i], _, _ = strings.Cut(p, ":")
+	}
+	want := []string{
+		"b/allOf/2 (#/components/schemas/Open)",
+		"b/properties/half",
+		"b/properties/list/items/properties/y",
+		"b/properties/nested",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }

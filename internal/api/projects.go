@@ -1,14 +1,16 @@
 package api
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 )
 
 // projectView shows a project; secret values are masked.
-func projectView(p *domain.Project) obj {
+func projectView(p *domain.Project) Project {
 	vars := make([]domain.EnvVar, len(p.EnvVars))
 	for i, v := range p.EnvVars {
 		if v.Secret {
@@ -20,9 +22,9 @@ func projectView(p *domain.Project) obj {
 	if urls == nil {
 		urls = map[string]string{}
 	}
-	return obj{"id": p.ID, "name": p.Name, "image": p.Image, "targetUrls": urls, "defaultFolder": p.DefaultFolder,
-		"timeoutSeconds": p.TimeoutSeconds, "reportFolders": nonNil(p.ReportFolders), "envVars": vars,
-		"createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt)}
+	return Project{ID: p.ID, Name: p.Name, Image: p.Image, TargetURLs: urls, DefaultFolder: p.DefaultFolder,
+		TimeoutSeconds: p.TimeoutSeconds, ReportFolders: nonNil(p.ReportFolders), EnvVars: vars,
+		CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
 }
 
 // decodeProject reads a project body; collections that are present (even empty) are applied.
@@ -42,6 +44,12 @@ func decodeProject(w http.ResponseWriter, r *http.Request) (executions.ProjectIn
 	}
 	out.Name, out.Image, out.DefaultFolder, out.TimeoutSeconds = in.Name, in.Image, in.DefaultFolder, in.TimeoutSeconds
 	if in.TargetURLs != nil {
+		// Its keys are fixed, like a struct's fields: any other one is an unknown field.
+		for _, env := range slices.Sorted(maps.Keys(*in.TargetURLs)) {
+			if !slices.Contains(domain.Environments, env) {
+				return out, errUnknownField("targetUrls." + env)
+			}
+		}
 		out.WithTargetURLs(*in.TargetURLs)
 	}
 	if in.ReportFolders != nil {
@@ -73,7 +81,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to list projects")
 		return
 	}
-	out := make([]obj, len(list))
+	out := make([]Project, len(list))
 	for i := range list {
 		out[i] = projectView(&list[i])
 	}

@@ -16,7 +16,9 @@ const reportCookie = "verdict_report"
 
 // reportToken signs a 5-minute exchange token for the caller and this run (its execution ID,
 // never reused, rather than its taskId, which a later run may take) and the URL that opens the
-// run's main report with it: on the reports origin when there is one.
+// run's main report with it: its view's link (absolute, on the reports origin when there is
+// one) with the token. A run with no folder that opens (none holds an index.html) has no link
+// to give: 404.
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
 	e, err := s.runs.Get(r.Context(), p, r.PathValue("taskId"))
@@ -25,21 +27,26 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock()
-	tok := s.signer.Sign(p.OrgID, e.ID, p.UserID, now)
 	// The link opens the run's main report: the HTML report, else Allure's, else the first.
-	view := ExecutionView(e, now)
-	target, _ := view["htmlReportUrl"].(string)
-	if target == "" {
-		target, _ = view["allureReportUrl"].(string)
+	s.recordIndexes(r.Context(), e)
+	view := s.views.ExecutionListItem(e, now)
+	var target string
+	switch {
+	case view.HTMLReportURL != nil:
+		target = *view.HTMLReportURL
+	case view.AllureReportURL != nil:
+		target = *view.AllureReportURL
+	case len(view.Artifacts) > 0:
+		target = view.Artifacts[0]
+	default:
+		writeDomainError(w, errNoReport)
+		return
 	}
-	if arts := view["artifacts"].([]string); target == "" && len(arts) > 0 {
-		target = arts[0]
-	}
-	if target == "" {
-		target = reportBase(p.OrgID, e.TaskID)
-	}
-	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)), "url": s.reportsURL + target + "?token=" + url.QueryEscape(tok)})
+	tok := s.signer.Sign(p.OrgID, e.ID, p.UserID, now)
+	ok(w, obj{"token": tok, "expiresAt": ts(now.Add(report.TokenTTL)), "url": target + "?token=" + url.QueryEscape(tok)})
 }
+
+var errNoReport = domain.NotFound("Report not found", "None of this run's report folders holds an index.html to open")
 
 func reportBase(orgID, taskID string) string {
 	return "/reports/" + orgID + "/" + url.PathEscape(taskID) + "/"

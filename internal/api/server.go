@@ -46,6 +46,9 @@ type Deps struct {
 	Signer     *report.Signer
 	// SecureCookies marks report cookies Secure (the public URL is https).
 	SecureCookies bool
+	// PublicURL is where clients reach the API (config.Config.PublicURL); report links in
+	// execution views are absolute URLs on it (or on ReportsURL). Empty: paths.
+	PublicURL string
 	// ReportsURL is the reports' own origin (http(s)://host[:port]); empty: they are served on
 	// the API's. See splitOrigins.
 	ReportsURL string
@@ -69,6 +72,8 @@ type Server struct {
 	secureCookies bool
 	reportsURL    string
 	reportsHost   string
+	views         Views
+	finished      finishedItems
 	jwt           TokenVerifier
 	limiter       *ratelimit.Limiter
 	limits        RateLimits
@@ -101,6 +106,7 @@ func New(d Deps) *Server {
 		s.reportsURL = strings.TrimRight(d.ReportsURL, "/")
 		s.reportsHost = reportsHost(s.reportsURL)
 	}
+	s.views = NewViews(d.PublicURL, s.reportsURL)
 	s.routes()
 	for pattern, h := range d.Mounts {
 		s.Mount(pattern, h)

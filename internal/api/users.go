@@ -12,7 +12,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to list users")
 		return
 	}
-	out := make([]obj, len(users))
+	out := make([]User, len(users))
 	for i := range users {
 		out[i] = userView(&users[i])
 	}

@@ -1,51 +1,272 @@
 package api
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 )
 
-// JSON shapes of the SPEC's resources. Timestamps are RFC 3339 in UTC, with milliseconds.
+// JSON shapes of the API's resources (docs/openapi.yaml), one type per view, shared by the REST
+// API and the Socket.IO events. Timestamps are RFC 3339 in UTC, with milliseconds. Typed views
+// encode without the reflection and key sorting of maps; the JSON is the same (key order aside).
 
 func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-func tsPtr(t *time.Time) any {
+func tsPtr(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	return ts(*t)
+	s := ts(*t)
+	return &s
 }
 
-func userView(u *domain.User) obj {
-	return obj{"id": u.ID, "email": u.Email, "name": u.Name, "role": u.Role, "status": u.Status,
-		"lastLoginAt": tsPtr(u.LastLoginAt), "createdAt": ts(u.CreatedAt)}
+// nullable is a string shown as null when empty.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
-func limitsView(o *domain.Organization) obj {
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// User is a member of an organization. CreatedAt is left out of GET /api/auth/me.
+type User struct {
+	ID          string            `json:"id"`
+	Email       string            `json:"email"`
+	Name        string            `json:"name"`
+	Role        domain.Role       `json:"role"`
+	Status      domain.UserStatus `json:"status"`
+	LastLoginAt *string           `json:"lastLoginAt"`
+	CreatedAt   string            `json:"createdAt,omitempty"`
+}
+
+func userView(u *domain.User) User {
+	return User{ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Status: u.Status,
+		LastLoginAt: tsPtr(u.LastLoginAt), CreatedAt: ts(u.CreatedAt)}
+}
+
+// Limits are an organization's plan limits and its storage in use.
+type Limits struct {
+	MaxProjects             int   `json:"maxProjects"`
+	MaxTestRuns             int   `json:"maxTestRuns"`
+	MaxUsers                int   `json:"maxUsers"`
+	MaxConcurrentRuns       int   `json:"maxConcurrentRuns"`
+	MaxStorageBytes         int64 `json:"maxStorageBytes"`
+	CurrentStorageUsedBytes int64 `json:"currentStorageUsedBytes"`
+}
+
+// Organization is a tenant. CreatedAt is left out of GET /api/auth/me.
+type Organization struct {
+	ID                string          `json:"id"`
+	Name              string          `json:"name"`
+	Slug              string          `json:"slug"`
+	Plan              domain.Plan     `json:"plan"`
+	Limits            Limits          `json:"limits"`
+	UserCount         int             `json:"userCount"`
+	UserLimit         int             `json:"userLimit"`
+	AIAnalysisEnabled bool            `json:"aiAnalysisEnabled"`
+	Features          domain.Features `json:"features"`
+	AllowedImages     []string        `json:"allowedImages"`
+	CreatedAt         string          `json:"createdAt,omitempty"`
+}
+
+func orgView(o *domain.Organization, userCount int) Organization {
 	l := o.Limits()
-	return obj{"maxProjects": l.MaxProjects, "maxTestRuns": l.MaxTestRuns, "maxUsers": l.MaxUsers,
-		"maxConcurrentRuns": l.MaxConcurrentRuns, "maxStorageBytes": l.MaxStorageBytes,
-		"currentStorageUsedBytes": o.StorageUsedBytes}
+	return Organization{ID: o.ID, Name: o.Name, Slug: o.Slug, Plan: o.Plan,
+		Limits: Limits{MaxProjects: l.MaxProjects, MaxTestRuns: l.MaxTestRuns, MaxUsers: l.MaxUsers,
+			MaxConcurrentRuns: l.MaxConcurrentRuns, MaxStorageBytes: l.MaxStorageBytes, CurrentStorageUsedBytes: o.StorageUsedBytes},
+		UserCount: userCount, UserLimit: l.MaxUsers, AIAnalysisEnabled: o.AIAnalysisEnabled, Features: o.Features,
+		AllowedImages: nonNil(o.AllowedImages), CreatedAt: ts(o.CreatedAt)}
 }
 
-func orgView(o *domain.Organization, userCount int) obj {
-	return obj{"id": o.ID, "name": o.Name, "slug": o.Slug, "plan": o.Plan, "limits": limitsView(o),
-		"userCount": userCount, "userLimit": o.Limits().MaxUsers, "aiAnalysisEnabled": o.AIAnalysisEnabled,
-		"features": o.Features, "allowedImages": nonNil(o.AllowedImages), "createdAt": ts(o.CreatedAt)}
+// Me is GET /api/auth/me: the caller and their organization, without creation times.
+type Me struct {
+	User
+	Organization Organization `json:"organization"`
+}
+
+// SessionUser is the user part of a signup or login answer.
+type SessionUser struct {
+	ID               string      `json:"id"`
+	Email            string      `json:"email"`
+	Name             string      `json:"name"`
+	Role             domain.Role `json:"role"`
+	OrganizationID   string      `json:"organizationId"`
+	OrganizationName string      `json:"organizationName"`
 }
 
 func sessionView(s *identity.Session) obj {
-	return obj{"token": s.Token, "user": obj{"id": s.User.ID, "email": s.User.Email, "name": s.User.Name,
-		"role": s.User.Role, "organizationId": s.Org.ID, "organizationName": s.Org.Name}}
+	return obj{"token": s.Token, "user": SessionUser{ID: s.User.ID, Email: s.User.Email, Name: s.User.Name,
+		Role: s.User.Role, OrganizationID: s.Org.ID, OrganizationName: s.Org.Name}}
 }
 
-func invitationView(i *domain.Invitation, now time.Time) obj {
-	return obj{"id": i.ID, "email": i.Email, "role": i.Role, "status": i.EffectiveStatus(now),
-		"invitedBy": i.InvitedBy, "invitedByName": i.InvitedByName, "expiresAt": ts(i.ExpiresAt), "createdAt": ts(i.CreatedAt)}
+// Invitation is an invitation as its organization's admins see it.
+type Invitation struct {
+	ID            string                  `json:"id"`
+	Email         string                  `json:"email"`
+	Role          domain.Role             `json:"role"`
+	Status        domain.InvitationStatus `json:"status"`
+	InvitedBy     string                  `json:"invitedBy"`
+	InvitedByName string                  `json:"invitedByName"`
+	ExpiresAt     string                  `json:"expiresAt"`
+	CreatedAt     string                  `json:"createdAt"`
 }
 
-func apiKeyView(k *domain.APIKey) obj {
-	return obj{"id": k.ID, "name": k.Name, "prefix": k.Prefix, "createdAt": ts(k.CreatedAt), "lastUsedAt": tsPtr(k.LastUsedAt)}
+func invitationView(i *domain.Invitation, now time.Time) Invitation {
+	return Invitation{ID: i.ID, Email: i.Email, Role: i.Role, Status: i.EffectiveStatus(now),
+		InvitedBy: i.InvitedBy, InvitedByName: i.InvitedByName, ExpiresAt: ts(i.ExpiresAt), CreatedAt: ts(i.CreatedAt)}
+}
+
+// NewAPIKey is a key as its creation answers it, beside the value shown only then.
+type NewAPIKey struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Prefix    string `json:"prefix"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// APIKey is a key as listed.
+type APIKey struct {
+	NewAPIKey
+	LastUsedAt *string `json:"lastUsedAt"`
+}
+
+func apiKeyView(k *domain.APIKey) APIKey {
+	return APIKey{NewAPIKey: NewAPIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: ts(k.CreatedAt)},
+		LastUsedAt: tsPtr(k.LastUsedAt)}
+}
+
+// Project is a project; secret values are masked.
+type Project struct {
+	ID             string            `json:"id"`
+	Name           string            `json:"name"`
+	Image          string            `json:"image"`
+	TargetURLs     map[string]string `json:"targetUrls"`
+	DefaultFolder  string            `json:"defaultFolder"`
+	TimeoutSeconds int               `json:"timeoutSeconds"`
+	ReportFolders  []string          `json:"reportFolders"`
+	EnvVars        []domain.EnvVar   `json:"envVars"`
+	CreatedAt      string            `json:"createdAt"`
+	UpdatedAt      string            `json:"updatedAt"`
+}
+
+// ExecutionListItem is an execution as GET /api/executions lists it: everything but its tests.
+// Secret values never appear: only the names of the run's variables.
+type ExecutionListItem struct {
+	TaskID          string            `json:"taskId"`
+	OrganizationID  string            `json:"organizationId"`
+	ProjectID       *string           `json:"projectId"`
+	Image           string            `json:"image"`
+	Command         string            `json:"command"`
+	Environment     string            `json:"environment"`
+	BaseURL         string            `json:"baseUrl"`
+	Folder          string            `json:"folder"`
+	TimeoutSeconds  int               `json:"timeoutSeconds"`
+	EnvVarNames     []string          `json:"envVarNames"`
+	Status          domain.ExecStatus `json:"status"`
+	QueueReason     *string           `json:"queueReason"`
+	Error           *string           `json:"error"`
+	ExitCode        *int              `json:"exitCode"`
+	QueuedAt        string            `json:"queuedAt"`
+	StartedAt       *string           `json:"startedAt"`
+	FinishedAt      *string           `json:"finishedAt"`
+	DurationMs      int64             `json:"durationMs"`
+	TriggeredBy     string            `json:"triggeredBy"`
+	ViaAPIKey       bool              `json:"viaApiKey"`
+	CancelRequested bool              `json:"cancelRequested"`
+	Summary         domain.Summary    `json:"summary"`
+	ReportFolders   []string          `json:"reportFolders"`
+	ReportBytes     int64             `json:"reportBytes"`
+	Notes           []string          `json:"notes"`
+	HTMLReportURL   *string           `json:"htmlReportUrl"`
+	AllureReportURL *string           `json:"allureReportUrl"`
+	Artifacts       []string          `json:"artifacts"`
+}
+
+// Execution is the full view of an execution, as GET /api/executions/{taskId} and the
+// execution-updated event show it.
+type Execution struct {
+	ExecutionListItem
+	Tests []domain.TestResult `json:"tests"`
+}
+
+// Views makes the execution views, whose report links are absolute URLs on the origin that
+// serves reports: the public URL, or the reports origin when reports have their own. The zero
+// Views makes paths.
+type Views struct {
+	reportOrigin string
+}
+
+// NewViews returns the Views of a deployment (config.Config's PublicURL and ReportsURL).
+func NewViews(publicURL, reportsURL string) Views {
+	if reportsURL != "" {
+		publicURL = reportsURL
+	}
+	return Views{reportOrigin: strings.TrimRight(publicURL, "/")}
+}
+
+// Execution is the full view of e at now (its duration so far while it runs).
+func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
+	tests := e.Tests
+	if tests == nil {
+		tests = []domain.TestResult{}
+	}
+	return Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests}
+}
+
+// ExecutionListItem is the list view of e at now.
+func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionListItem {
+	folder := e.Folder
+	if folder == "" {
+		folder = "all"
+	}
+	item := ExecutionListItem{
+		TaskID: e.TaskID, OrganizationID: e.OrganizationID, ProjectID: nullable(e.ProjectID),
+		Image: e.Image, Command: e.Command, Environment: e.Environment, BaseURL: e.BaseURL,
+		Folder: folder, TimeoutSeconds: e.TimeoutSeconds, EnvVarNames: nonNil(e.EnvNames),
+		Status: e.Status, QueueReason: nullable(e.QueueReason), Error: nullable(e.Error), ExitCode: e.ExitCode,
+		QueuedAt: ts(e.QueuedAt), StartedAt: tsPtr(e.StartedAt), FinishedAt: tsPtr(e.FinishedAt),
+		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey,
+		CancelRequested: e.CancelRequested, Summary: e.Summary,
+		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
+		Artifacts: []string{},
+	}
+	v.reportLinks(e, &item)
+	return item
+}
+
+// reportLinks links the run's report folders that hold an index.html, and only those: a folder
+// without one answers 404 (JUnit or raw results). e.ReportIndexes says which they are; a run
+// that has not recorded them (nil) gets no links (the API fills them in first, see
+// Server.recordIndexes).
+func (v Views) reportLinks(e *domain.Execution, item *ExecutionListItem) {
+	if len(e.ReportIndexes) == 0 {
+		return
+	}
+	base := v.reportOrigin + reportBase(e.OrganizationID, e.TaskID)
+	item.Artifacts = make([]string, 0, len(e.ReportIndexes))
+	for _, d := range e.ReportDirs {
+		if !slices.Contains(e.ReportIndexes, d) {
+			continue
+		}
+		u := base + d + "/"
+		switch d {
+		case "playwright-report", "reports", "html-report":
+			if item.HTMLReportURL == nil {
+				item.HTMLReportURL = &u
+			}
+		case "allure-report":
+			item.AllureReportURL = &u
+		}
+		item.Artifacts = append(item.Artifacts, u)
+	}
 }

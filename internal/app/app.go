@@ -99,7 +99,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return nil, fmt.Errorf("database migrations: %w", err)
 	}
 
+	// The lockout counts failures in fixed windows (counters); the API's rate limits are GCRA
+	// (limiter). Both are shared through Redis when there is one.
 	var counters ratelimit.Store
+	var limiter *ratelimit.Limiter
 	if cfg.RedisURL != "" {
 		opts, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
@@ -115,8 +118,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 			prefix = "verdict:"
 		}
 		counters = ratelimit.NewRedisStore(a.redis, prefix, clock)
+		limiter = ratelimit.NewRedisLimiter(a.redis, prefix, clock)
 	} else {
 		counters = ratelimit.NewMemoryStore(clock)
+		limiter = ratelimit.NewMemoryLimiter(clock)
 	}
 
 	jwt, err := auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTExpiry, clock)
@@ -182,7 +187,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
 	ids.SetSessionEnder(hub.EndUserSessions)
-	events := hubEvents{hub: hub, clock: clock}
+	events := hubEvents{hub: hub, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
 	backend, err := newDocker(cfg, res, log)
@@ -204,18 +209,25 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
 
+	limits := o.RateLimits
+	if limits == nil && len(cfg.Limits) > 0 {
+		if limits, err = rateLimits(cfg.Limits); err != nil {
+			return nil, err
+		}
+	}
 	a.API = api.New(api.Deps{
 		Runs:          a.runs,
 		Billing:       bill,
 		Reports:       reports,
 		Signer:        signer,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		PublicURL:     cfg.PublicURL,
 		ReportsURL:    cfg.ReportsURL,
 		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
 		Identity:      ids,
 		JWT:           jwt,
-		Limiter:       ratelimit.NewLimiter(counters, clock),
-		RateLimits:    o.RateLimits,
+		Limiter:       limiter,
+		RateLimits:    limits,
 		Proxies:       cfg.Proxies,
 		Ready:         a.readiness(),
 		BodyTimeout:   cfg.BodyTimeout,
@@ -285,6 +297,20 @@ func planTimeouts(byName map[string]time.Duration) map[domain.Plan]time.Duration
 		m[domain.Plan(name)] = d
 	}
 	return m
+}
+
+// rateLimits is the API's default buckets with the configured overrides applied.
+func rateLimits(overrides map[string]config.RateLimit) (api.RateLimits, error) {
+	limits := api.DefaultRateLimits()
+	for name, o := range overrides {
+		rule, ok := limits[name]
+		if !ok {
+			return nil, fmt.Errorf("VERDICT_RATE_LIMITS: no rate limit named %q", name)
+		}
+		rule.Limit, rule.Window = o.Limit, o.Window
+		limits[name] = rule
+	}
+	return limits, nil
 }
 
 // deriveKey derives a purpose-bound key from a secret.

@@ -10,7 +10,7 @@ import (
 	"verdict/internal/testenv"
 )
 
-// TestTransactionalEmailsOverSMTP sends all six e-mails of the SPEC through the outbox and
+// TestTransactionalEmailsOverSMTP sends all six transactional e-mails through the outbox and
 // the mail sender to a real SMTP server, and checks recipients, subject and both parts.
 func TestTransactionalEmailsOverSMTP(t *testing.T) {
 	srv := testenv.StartSMTP(t, testenv.SMTPOptions{})
@@ -96,7 +96,7 @@ func TestTransactionalEmailsOverSMTP(t *testing.T) {
 }
 
 // A run whose reports would pass the storage limit keeps its status, its reports are dropped
-// with a note, and the admins get the critical (100 %) storage alert (DECISIONS 13).
+// with a note, and the admins get the critical (100 %) storage alert.
 func TestStorageLimitDropRaisesCriticalAlert(t *testing.T) {
 	testenv.DockerHost(t)
 	srv := testenv.StartSMTP(t, testenv.SMTPOptions{})

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzRequestBodies sends arbitrary bodies to the routes that decode JSON, as an admin of a real
-// organization: whatever the body, the answer is a 2xx or a 4xx with the SPEC's error body,
+// organization: whatever the body, the answer is a 2xx or a 4xx with the API's error body,
 // never a 5xx. Run longer with: go test -run '^$' -fuzz FuzzRequestBodies ./internal/app
 func FuzzRequestBodies(f *testing.F) {
 	// The harness clock never moves, so no rate-limit window would ever reset: lift the limits.

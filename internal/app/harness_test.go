@@ -47,7 +47,7 @@ type harnessOpts struct {
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
 
-// limitsAt is the SPEC's rate-limit buckets, each allowing n requests per window.
+// limitsAt is the API's rate-limit buckets, each allowing n requests per window.
 func limitsAt(n int) api.RateLimits {
 	l := api.DefaultRateLimits()
 	for k, r := range l {
@@ -57,13 +57,16 @@ func limitsAt(n int) api.RateLimits {
 	return l
 }
 
+// publicURL is the harness's VERDICT_PUBLIC_URL, the origin of report links.
+const publicURL = "http://verdict.test"
+
 func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	env := map[string]string{
 		"VERDICT_DATA_DIR":   t.TempDir(),
 		"JWT_SECRET":         "test-secret-test-secret-test-secret-0123",
 		"ENCRYPTION_KEY":     strings.Repeat("ab", 32),
-		"VERDICT_PUBLIC_URL": "http://verdict.test",
+		"VERDICT_PUBLIC_URL": publicURL,
 		"VERDICT_LOG_LEVEL":  "error",
 	}
 	switch {
@@ -194,7 +197,7 @@ func (h *harness) do(method, path string, a auth, body any, hdr ...string) resp 
 	return out
 }
 
-// expect fails unless r has the status and, for errors, the SPEC error body with that text.
+// expect fails unless r has the status and, for errors, the API's error body with that text.
 func expect(t testing.TB, r resp, status int, errText string) {
 	t.Helper()
 	if r.status != status {

@@ -11,7 +11,9 @@ package app_test
 //
 // Knobs (environment): VERDICT_BENCH_DB=sqlite|postgres (default sqlite),
 // VERDICT_BENCH_SAMPLES (runs per side in BenchmarkRunFirstLog, default 8),
-// VERDICT_BENCH_DRAIN_RUNS (runs per side in BenchmarkRunDrain, default 100).
+// VERDICT_BENCH_DRAIN_RUNS (runs per side in BenchmarkRunDrain, default 100),
+// VERDICT_BENCH_DRAIN_CONFINED=1 (BenchmarkRunDrain also drains `docker run --rm` with the
+// settings of a run's container: what confinement costs, apart from the runner).
 //
 // Benchmarks: BenchmarkRunFirstLog (POST → first log line at a Socket.IO client),
 // BenchmarkRunLogLatency (a printed line → the client), BenchmarkRunDrain (100 queued runs, 4
@@ -45,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,6 +64,21 @@ import (
 )
 
 const dockerCLI = "/usr/local/bin/docker"
+
+// confinedRunFlags give a `docker run` container what the docker backend gives a run's container
+// by default: its hostConfig and the run network, with the CPU quota cut to the engine's CPUs.
+func confinedRunFlags(b *testing.B) []string {
+	b.Helper()
+	out, err := exec.Command(dockerCLI, "info", "--format", "{{.NCPU}}").Output()
+	ncpu, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || ncpu < 1 {
+		b.Fatalf("docker info: %v %s", err, out)
+	}
+	return []string{"--network", docker.DefaultNetwork, "--init", "--memory", "2g", "--memory-swap", "2g",
+		"--cpus", strconv.Itoa(min(2, ncpu)), "--pids-limit", "1024", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--add-host", "host.docker.internal:host-gateway",
+		"--log-opt", "max-size=100m", "--log-opt", "max-file=2"}
+}
 
 // ---------------------------------------------------------------------------------------------
 // (a) POST /api/executions → first log line at a Socket.IO client, against docker run --rm.
@@ -132,6 +150,8 @@ func BenchmarkRunFirstLog(b *testing.B) {
 	b.ReportMetric(pct(dTotal, 99), "docker-p99-ms")
 	b.ReportMetric(vm-dm, "overhead-median-ms")
 	b.ReportMetric(pct(vPhases.vals[phClaimed], 50), "verdict-claimed-ms")
+	b.ReportMetric(pct(vPhases.vals[phCreated], 50), "verdict-created-ms")
+	b.ReportMetric(pct(dPhases.vals[phCreated], 50), "docker-created-ms")
 	b.ReportMetric(pct(vTrip, 50), "verdict-printed-to-client-ms")
 	b.ReportMetric(pct(dTrip, 50), "docker-printed-to-stdout-ms")
 	// At most 9 lines: without -v the testing package cuts a benchmark's log at 10.
@@ -186,6 +206,7 @@ func BenchmarkRunLogLatency(b *testing.B) {
 			vars := map[string]string{"LINES": strconv.Itoa(c.lines), "INTERVAL_MS": strconv.Itoa(c.interval)}
 			iv := time.Duration(c.interval) * time.Millisecond
 			var vRel, vAbs, dRel, dAbs, drift, perEvent []float64
+			var runP50, runP99 []float64 // Verdict's engine→client latency, per run
 			iter := 0
 			for b.Loop() {
 				iter++
@@ -199,7 +220,9 @@ func BenchmarkRunLogLatency(b *testing.B) {
 				ct := rb.eng.wait(b, task)
 				stamps := engineStamps(b, ct, c.lines)
 				vRel = append(vRel, relLag(arr, iv)...)
-				vAbs = append(vAbs, absLat(arr, stamps)...)
+				lat := absLat(arr, stamps)
+				vAbs = append(vAbs, lat...)
+				runP50, runP99 = append(runP50, pct(lat, 50)), append(runP99, pct(lat, 99))
 				drift = append(drift, relLag(stamps, iv)...)
 				perEvent = append(perEvent, float64(c.lines)/float64(distinct(arr)))
 
@@ -230,6 +253,9 @@ func BenchmarkRunLogLatency(b *testing.B) {
 			b.ReportMetric(pct(dAbs, 50), "docker-abs-median-ms")
 			b.ReportMetric(pct(dAbs, 99), "docker-abs-p99-ms")
 			b.ReportMetric(mean(perEvent), "lines/event")
+			// The targets hold for every run, not only pooled over them.
+			b.ReportMetric(pct(runP50, 100), "verdict-abs-median-worst-run-ms")
+			b.ReportMetric(pct(runP99, 100), "verdict-abs-p99-worst-run-ms")
 			b.Logf("%d lines every %s per run; ms, median / p99 / min / max", c.lines, iv)
 			b.Logf("Verdict   relative lag  %s", summary(vRel))
 			b.Logf("Verdict   engine→client %s", summary(vAbs))
@@ -237,6 +263,7 @@ func BenchmarkRunLogLatency(b *testing.B) {
 			b.Logf("docker    engine→client %s", summary(dAbs))
 			b.Logf("container cadence drift %s", summary(drift))
 			b.Logf("Verdict: %.2f numbered lines per execution-log event that carried any", mean(perEvent))
+			b.Logf("Verdict   engine→client per run: median %s, p99 %s ms", fmtList(runP50), fmtList(runP99))
 		})
 	}
 }
@@ -309,19 +336,24 @@ func absLat(at, stamps []time.Time) []float64 {
 // enterprise organization (limit 20 concurrent runs) on a runner with 4 slots, and measures
 // the wall time from the first POST to the arrival of the last final status at a Socket.IO
 // client; then the same number of `docker run --rm` through a pool of 4 workers, from the first
-// exec to the last exit.
+// exec to the last exit. Each iteration is one round of both sides, which take turns going
+// first; throughput-ratio is docker's mean time over Verdict's. The host CPU figures (engine
+// daemons, this process, the docker CLIs) are steadier than wall times on a shared machine.
 func BenchmarkRunDrain(b *testing.B) {
 	const slots = 4
 	rb := newRunBench(b, slots, false)
 	n := envInt(b, "VERDICT_BENCH_DRAIN_RUNS", 100)
 	var vTotals, dTotals, postSecs []float64
 	var vPhases, dPhases phaseSet
-	// busy: the sum over runs of the time each held a slot (claim → final event for Verdict,
-	// exec → exit for the CLI); divided by slots × wall time it tells how full the slots were.
+	// busy: the sum over runs of the time each held a slot (claim → container exit for Verdict,
+	// whose runner collects reports after freeing the slot; exec → exit for the CLI); divided by
+	// slots × wall time it tells how full the slots were.
 	var vBusy, dBusy time.Duration
+	var copies []float64
+	var vCPU, dCPU hostCPU
 	iter := 0
-	for b.Loop() {
-		iter++
+	verdictSide := func() {
+		c0 := readHostCPU()
 		tasks := make([]string, n)
 		t0 := time.Now()
 		for i := range n {
@@ -347,24 +379,29 @@ func BenchmarkRunDrain(b *testing.B) {
 				b.Fatalf("run %s: no report was copied out of its container", task)
 			}
 			vPhases.add(dpToCopy, ms(ct.die, ct.copies[0]))
-			vPhases.add(dpCopies, ms(ct.copies[0], ct.copies[len(ct.copies)-1]))
-			vPhases.add(dpSlot, ms(lr.startedAt, lr.final))
-			vBusy += lr.final.Sub(lr.startedAt)
+			vPhases.add(dpFinal, ms(ct.die, lr.final))
+			vPhases.add(dpSlot, ms(lr.startedAt, ct.die))
+			vBusy += ct.die.Sub(lr.startedAt)
+			copies = append(copies, float64(len(ct.copies)))
 		}
 		vTotals = append(vTotals, last.Sub(t0).Seconds())
 		postSecs = append(postSecs, posted.Sub(t0).Seconds())
-
-		names := make(chan string)
-		errs := make(chan error, n)
+		vCPU.add(readHostCPU().sub(c0))
+	}
+	// pool runs `docker run --rm [extra] pass` for each name through `slots` workers and returns
+	// when each started and ended.
+	pool := func(names []string, extra ...string) (cliStart, cliEnd map[string]time.Time) {
+		work := make(chan string)
+		errs := make(chan error, len(names))
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		cliStart, cliEnd := map[string]time.Time{}, map[string]time.Time{}
-		d0 := time.Now()
+		cliStart, cliEnd = map[string]time.Time{}, map[string]time.Time{}
 		for range slots {
 			wg.Go(func() {
-				for name := range names {
+				for name := range work {
+					args := append(append([]string{"run", "--rm", "--name", name}, extra...), passImage)
 					start := time.Now()
-					out, err := exec.Command(dockerCLI, "run", "--rm", "--name", name, passImage).CombinedOutput()
+					out, err := exec.Command(dockerCLI, args...).CombinedOutput()
 					end := time.Now()
 					if err != nil || !bytes.Contains(out, []byte("4 tests, 0 failed")) {
 						errs <- fmt.Errorf("docker run %s: %v\n%s", name, err, out)
@@ -376,33 +413,82 @@ func BenchmarkRunDrain(b *testing.B) {
 				}
 			})
 		}
-		cliNames := make([]string, n)
-		for i := range n {
-			cliNames[i] = rb.cliName(fmt.Sprintf("drain-%d-%d", iter, i))
-			names <- cliNames[i]
+		for _, name := range names {
+			work <- name
 		}
-		close(names)
+		close(work)
 		wg.Wait()
-		dTotals = append(dTotals, time.Since(d0).Seconds())
 		close(errs)
 		for err := range errs {
 			b.Fatal(err)
 		}
+		return cliStart, cliEnd
+	}
+	dockerSide := func() {
+		c0 := readHostCPU()
+		cliNames := make([]string, n)
+		for i := range n {
+			cliNames[i] = rb.cliName(fmt.Sprintf("drain-%d-%d", iter, i))
+		}
+		d0 := time.Now()
+		cliStart, cliEnd := pool(cliNames)
+		dTotals = append(dTotals, time.Since(d0).Seconds())
 		for _, name := range cliNames {
 			ct := rb.eng.wait(b, name)
 			dPhases.add(dpCreate, ms(cliStart[name], ct.create))
 			dPhases.add(dpStart, ms(ct.create, ct.start))
 			dPhases.add(dpRun, ms(ct.start, ct.die))
 			dPhases.add(dpAfter, ms(ct.die, ct.destroy))
+			dPhases.add(dpFinal, ms(ct.die, cliEnd[name]))
 			dPhases.add(dpSlot, ms(cliStart[name], cliEnd[name]))
 			dBusy += cliEnd[name].Sub(cliStart[name])
 		}
+		dCPU.add(readHostCPU().sub(c0))
+	}
+	// The confined side (VERDICT_BENCH_DRAIN_CONFINED=1) is the same pool with the settings the
+	// docker backend gives a run's container (hostConfig in internal/run/docker; keep in step),
+	// so that what the runner costs shows apart from what confinement costs the engine.
+	var cTotals []float64
+	sides := []func(){verdictSide, dockerSide}
+	if os.Getenv("VERDICT_BENCH_DRAIN_CONFINED") == "1" {
+		confined := confinedRunFlags(b)
+		sides = append(sides, func() {
+			names := make([]string, n)
+			for i := range n {
+				names[i] = rb.cliName(fmt.Sprintf("drainc-%d-%d", iter, i))
+			}
+			c0 := time.Now()
+			pool(names, confined...)
+			cTotals = append(cTotals, time.Since(c0).Seconds())
+		})
+	}
+	for b.Loop() {
+		iter++
+		// Load from elsewhere drifts: the sides take turns going first.
+		for k := range sides {
+			sides[(iter-1+k)%len(sides)]()
+		}
+	}
+	if len(cTotals) > 0 {
+		ct := mean(cTotals)
+		b.ReportMetric(float64(n)/ct, "confined-runs/s")
+		b.ReportMetric(ct/mean(vTotals), "throughput-ratio-vs-confined")
+		b.ReportMetric(ct/mean(dTotals), "confined-ratio")
 	}
 	vt, dt := mean(vTotals), mean(dTotals)
 	b.ReportMetric(vt, "verdict-total-s")
 	b.ReportMetric(dt, "docker-total-s")
 	b.ReportMetric(float64(n)/vt, "verdict-runs/s")
 	b.ReportMetric(float64(n)/dt, "docker-runs/s")
+	b.ReportMetric(dt/vt, "throughput-ratio")
+	b.ReportMetric(mean(copies), "verdict-copies/run")
+	if vCPU.ok && dCPU.ok {
+		runs := float64(n * iter)
+		b.ReportMetric(vCPU.engine.Seconds()*1000/runs, "verdict-engine-cpu-ms/run")
+		b.ReportMetric(dCPU.engine.Seconds()*1000/runs, "docker-engine-cpu-ms/run")
+		b.ReportMetric(vCPU.total().Seconds()*1000/runs, "verdict-host-cpu-ms/run")
+		b.ReportMetric(dCPU.total().Seconds()*1000/runs, "docker-host-cpu-ms/run")
+	}
 	b.ReportMetric(pct(vPhases.vals[dpAfter], 50), "verdict-exit-to-destroy-ms")
 	b.ReportMetric(pct(dPhases.vals[dpAfter], 50), "docker-exit-to-destroy-ms")
 	vUse := 100 * vBusy.Seconds() / (slots * sum(vTotals))
@@ -410,8 +496,15 @@ func BenchmarkRunDrain(b *testing.B) {
 	b.ReportMetric(vUse, "verdict-slots-busy-%")
 	b.ReportMetric(dUse, "docker-slots-busy-%")
 	// At most 9 lines: without -v the testing package cuts a benchmark's log at 10.
-	b.Logf("%d runs per side, %d at a time; POSTs took %.1f s; slots busy %.0f%% (Verdict) / %.0f%% (docker); claim = startedAt\n%s",
-		n, slots, mean(postSecs), vUse, dUse,
+	cpu := "host CPU not measured (the engine's daemons are not on this host)"
+	if vCPU.ok && dCPU.ok {
+		runs := float64(n * iter)
+		perRun := func(d time.Duration) float64 { return d.Seconds() * 1000 / runs }
+		cpu = fmt.Sprintf("host CPU per run %.0f / %.0f ms, of it dockerd+containerd %.0f / %.0f ms",
+			perRun(vCPU.total()), perRun(dCPU.total()), perRun(vCPU.engine), perRun(dCPU.engine))
+	}
+	b.Logf("%d runs per side (%d rounds), %d at a time; throughput %.2f× docker's; POSTs took %.1f s; slots busy %.0f%% / %.0f%%; %.1f report copies per run; %s\n%s",
+		n, iter, slots, dt/vt, mean(postSecs), vUse, dUse, mean(copies), cpu,
 		table("per run, ms, median (p99)", []string{"Verdict", "docker run --rm"}, vPhases, dPhases))
 }
 
@@ -423,19 +516,21 @@ const (
 	dpAfter  = "exited → destroyed"
 	// The engine logs archive-path once a copy is set up (container mounted, tar started),
 	// before the archive streams.
-	dpToCopy = "  exited → 1st report copy (archive event)"
-	dpCopies = "  1st → last report copy (archive events)"
-	dpSlot   = "claimed / exec'd → final / exit (slot)"
+	dpToCopy = "  exited → report copy (archive event)"
+	dpFinal  = "exited → final event / CLI exit"
+	// Verdict's runner frees the slot when the container exits; the CLI's when it exits.
+	dpSlot = "claimed / exec'd → exited / CLI exit (slot)"
 )
 
 // ---------------------------------------------------------------------------------------------
 // What the runner does between a container's exit and its removal.
 
 // BenchmarkRunReportCollect times, on exited containers of the pass image, the engine calls the
-// runner makes after the exit, through the same docker backend: one CopyOut per default report
-// folder (domain.DefaultReportFolders, read to the end; a missing folder costs an extra inspect
-// to tell "no such path" from "no such container"), then Remove. For comparison, one CopyOut of
-// the whole /app. It explains most of "exited → destroyed" in BenchmarkRunDrain.
+// runner makes after the exit, through the same docker backend: one CopyOut of the whole /app
+// (what the runner does), then Remove. For comparison, one CopyOut per default report folder
+// (domain.DefaultReportFolders, read to the end; a missing folder costs an extra inspect to tell
+// "no such path" from "no such container"), which is what the runner falls back to for an image
+// whose /app is big. It explains most of "exited → destroyed" in BenchmarkRunDrain.
 func BenchmarkRunReportCollect(b *testing.B) {
 	testenv.DockerHost(b)
 	be, err := docker.New("", docker.Options{})
@@ -742,7 +837,7 @@ type engineTracker struct {
 
 func newEngineTracker(b *testing.B, orgID, prefix string, follow bool) *engineTracker {
 	b.Helper()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -793,9 +888,16 @@ func (e *engineTracker) record(ctx context.Context, wg *sync.WaitGroup, m events
 		}
 		e.byKey[k] = c
 	}
+	if m.Actor.ID != c.id && m.Action != events.ActionCreate {
+		// Events of a container this key no longer names (see create below).
+		e.mu.Unlock()
+		return
+	}
 	switch m.Action {
 	case events.ActionCreate:
-		c.create = at
+		// The backend's first create may be refused after the engine made the container (the
+		// disk quota probe) and then removed: the key follows the latest container.
+		c.id, c.create, c.start, c.die, c.destroy, c.copies = m.Actor.ID, at, time.Time{}, time.Time{}, time.Time{}, nil
 	case events.ActionStart:
 		c.start = at
 		if e.follow {
@@ -951,6 +1053,71 @@ func (c *cliRun) finish(b *testing.B, want string) {
 	}
 }
 
+// --- host CPU ---
+
+// hostCPU is CPU time spent on this host: by the engine's daemons (dockerd, containerd), by
+// this process (Verdict, the Socket.IO client, the engine tracker) and by its waited-for
+// children (the docker CLIs). The containers' own processes and their shims are left out. ok is
+// false when the engine's daemons cannot be seen (a remote engine).
+type hostCPU struct {
+	engine, self, children time.Duration
+	ok                     bool
+	sums                   int // of add
+}
+
+func (c hostCPU) total() time.Duration { return c.engine + c.self + c.children }
+
+func (c hostCPU) sub(o hostCPU) hostCPU {
+	return hostCPU{engine: c.engine - o.engine, self: c.self - o.self, children: c.children - o.children, ok: c.ok && o.ok}
+}
+
+func (c *hostCPU) add(o hostCPU) {
+	c.engine, c.self, c.children = c.engine+o.engine, c.self+o.self, c.children+o.children
+	c.ok = o.ok && (c.ok || c.sums == 0)
+	c.sums++
+}
+
+// clockTick is Linux's USER_HZ, the unit of /proc/<pid>/stat times: 100 on every platform Go
+// runs Linux on.
+const clockTick = 10 * time.Millisecond
+
+func readHostCPU() hostCPU {
+	var c hostCPU
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + d.Name() + "/comm")
+		if name := strings.TrimSpace(string(comm)); err != nil || (name != "dockerd" && name != "containerd") {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) start at state; utime and stime are
+		// the 14th and 15th fields of the line.
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		f := strings.Fields(rest)
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		c.engine += time.Duration(u+s) * clockTick
+		c.ok = true
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		c.children = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return c
+}
+
 // --- figures ---
 
 func ms(from, to time.Time) float64 {
@@ -994,6 +1161,14 @@ func mean(xs []float64) float64 {
 		t += x
 	}
 	return t / float64(len(xs))
+}
+
+func fmtList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.1f", x)
+	}
+	return strings.Join(parts, " ")
 }
 
 func summary(xs []float64) string {

@@ -17,18 +17,20 @@ import (
 	"verdict/internal/run/docker"
 )
 
-// hubEvents sends the run plane's events to the organization's Socket.IO room.
+// hubEvents sends the run plane's events to the organization's Socket.IO room, with the views
+// the REST API answers: execution-updated carries api.Execution (report links included).
 type hubEvents struct {
 	hub   *realtime.Hub
 	clock domain.Clock
+	views api.Views
 }
 
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
-	h.hub.Emit(e.OrganizationID, "execution-updated", api.ExecutionView(e, h.clock()))
+	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, h.views.Execution(e, h.clock()))
 }
 
 func (h hubEvents) ExecutionLog(orgID, taskID, chunk string) {
-	h.hub.Emit(orgID, "execution-log", realtime.ExecutionLog{TaskID: taskID, Log: chunk})
+	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk})
 }
 
 // socketAuth verifies a handshake's JWT and re-reads the user, like every REST request.

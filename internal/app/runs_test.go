@@ -93,9 +93,13 @@ func TestRunEndToEnd(t *testing.T) {
 			if strings.Contains(r.raw, "s3cr3t-value-42") {
 				t.Fatal("the execution record shows a secret value")
 			}
-			htmlURL := r.str("execution", "htmlReportUrl")
-			if htmlURL == "" {
-				t.Fatalf("no html report: %s", r.raw)
+			// Report links are absolute, on the public URL; requests below go to their paths.
+			htmlURL, onPublic := strings.CutPrefix(r.str("execution", "htmlReportUrl"), publicURL)
+			if !onPublic || htmlURL == "" {
+				t.Fatalf("no html report on %s: %s", publicURL, r.raw)
+			}
+			if arts := r.get("execution", "artifacts").([]any); len(arts) != 1 || arts[0] != publicURL+htmlURL {
+				t.Fatalf("artifacts %v: only the folder with an index.html", arts) // not junit/ or test-results/
 			}
 
 			logs := h.do("GET", "/api/executions/"+task+"/logs", key, nil)
@@ -120,18 +124,19 @@ func TestRunEndToEnd(t *testing.T) {
 			}
 			tok := h.do("GET", "/api/executions/"+task+"/report-token", key, nil)
 			expect(t, tok, 200, "")
-			if !strings.HasPrefix(tok.str("url"), htmlURL+"?token=") {
+			tokURL, _ := strings.CutPrefix(tok.str("url"), publicURL)
+			if !strings.HasPrefix(tokURL, htmlURL+"?token=") {
 				t.Fatalf("token link %q", tok.str("url"))
 			}
 			jar := &cookieClient{}
-			res := jar.get(t, h.srv.URL+tok.str("url")+"&keep=1")
+			res := jar.get(t, h.srv.URL+tokURL+"&keep=1")
 			runBase := "/reports/" + admin.orgID + "/" + task + "/"
 			session, folder, _ := strings.Cut(strings.TrimPrefix(res.Request.URL.Path, runBase), "/")
 			if res.StatusCode != 200 || res.Request.Response == nil || res.Request.Response.StatusCode != http.StatusSeeOther ||
 				!strings.HasPrefix(session, "~") || runBase+folder != htmlURL || res.Request.URL.RawQuery != "keep=1" {
 				t.Fatalf("token link: %d %s", res.StatusCode, res.Request.URL)
 			}
-			// The token was also swapped for a cookie scoped to the run's reports (DECISIONS 17),
+			// The token was also swapped for a cookie scoped to the run's reports,
 			// which opens the report's plain paths for top-level navigation.
 			setCookie := res.Request.Response.Header.Get("Set-Cookie")
 			if !strings.Contains(setCookie, "verdict_report="+strings.TrimPrefix(session, "~")) || !strings.Contains(setCookie, "Path="+runBase) ||
@@ -167,7 +172,7 @@ func TestRunEndToEnd(t *testing.T) {
 				}
 			}
 			expect404(htmlURL, bearer(other.token))
-			expect404(strings.Replace(tok.str("url"), admin.orgID, other.orgID, 1), anon)
+			expect404(strings.Replace(tokURL, admin.orgID, other.orgID, 1), anon)
 			expect404(htmlURL+"../../../../verdict.db", bearer(admin.token))
 			expect404(htmlURL+"..%2f..%2f..%2fverdict.db", bearer(admin.token))
 			expect404(htmlURL, anon)

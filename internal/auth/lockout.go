@@ -8,7 +8,7 @@ import (
 	"verdict/internal/ratelimit"
 )
 
-// Lockout numbers (SPEC Authentication 6).
+// Lockout numbers: 5 failed logins within 15 minutes lock the address for 15 minutes.
 const (
 	MaxFailedLogins = 5
 	FailureWindow   = 15 * time.Minute
@@ -18,7 +18,7 @@ const (
 // Lockout counts failed logins per normalised e-mail and locks the account after
 // MaxFailedLogins failures inside FailureWindow.
 //
-// The sequence, as DECISIONS 5 wants it: failures 1 to 4 answer 401 with attemptsRemaining
+// The sequence: failures 1 to 4 answer 401 with attemptsRemaining
 // 4, 3, 2, 1; the 5th failure sets a lock entry living LockDuration from that moment and still
 // answers 401, with attemptsRemaining 0; the 6th attempt, and every attempt until the lock
 // entry ends, is refused by Check with 429 and retryAfter, before any password is checked

@@ -54,7 +54,7 @@ func (s *Service) WebhookConfigured() bool { return s != nil && s.WebhookSecret 
 // Checkout is a started checkout session.
 type Checkout struct{ URL, SessionID string }
 
-// StartCheckout opens a subscription checkout for a configured price or plan (DECISIONS 20),
+// StartCheckout opens a subscription checkout for a configured price or a paid plan,
 // creating the organization's provider customer on first use.
 func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID, planID string) (*Checkout, error) {
 	if !s.Configured() {

@@ -16,10 +16,10 @@ import (
 	"verdict/internal/store"
 )
 
-// SignatureTolerance is how old a signature's timestamp may be (DECISIONS 21).
+// SignatureTolerance is how old a signature's timestamp (t= in Stripe-Signature) may be.
 const SignatureTolerance = 5 * time.Minute
 
-// Event types with an effect (SPEC Billing status table).
+// Event types with an effect; any other type is recorded without effect.
 const (
 	EventSubscriptionCreated = "customer.subscription.created"
 	EventSubscriptionUpdated = "customer.subscription.updated"
@@ -41,7 +41,7 @@ type WebhookResult struct {
 }
 
 // HandleWebhook verifies a delivery's signature over its raw body and applies the event once
-// (DECISIONS 21). The event's log entry is recorded first in the transaction that applies it:
+// (by its event ID). The event's log entry is recorded first in the transaction that applies it:
 // a redelivery, even a concurrent one, finds the entry and changes nothing, and a crash before
 // the commit leaves neither, so the provider's retry applies it then.
 func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature string) (*WebhookResult, error) {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,12 +76,21 @@ type Config struct {
 	ReportsURL string `env:"VERDICT_REPORTS_URL"`
 	// BodyTimeout bounds the time to read a request's body (streams are exempt).
 	BodyTimeout time.Duration `env:"VERDICT_BODY_TIMEOUT" envDefault:"30s"`
+	// RateLimits overrides rate-limit buckets by name: "executions=600/1m,api=200/1m".
+	RateLimits string `env:"VERDICT_RATE_LIMITS"`
 
 	// Derived by Load.
 	Proxies     []netip.Prefix           `env:"-"`
 	EncKey      []byte                   `env:"-"`
 	BlockedNets []netip.Prefix           `env:"-"` // RunBlockedCIDRs parsed
 	Timeouts    map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
+	Limits      map[string]RateLimit     `env:"-"` // RateLimits parsed, by bucket name
+}
+
+// RateLimit is one bucket's override: Limit requests per Window.
+type RateLimit struct {
+	Limit  int
+	Window time.Duration
 }
 
 // Load reads the environment, fills dev-mode secrets, and validates.
@@ -224,6 +234,23 @@ func (c *Config) finish() error {
 			// Cookies ignore ports: only another host name keeps the API's cookies from reports.
 			bad("VERDICT_REPORTS_URL", "must be on another host name than VERDICT_PUBLIC_URL")
 		}
+	}
+	for _, kv := range strings.Split(c.RateLimits, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, rule, _ := strings.Cut(kv, "=")
+		n, w, _ := strings.Cut(rule, "/")
+		limit, err := strconv.Atoi(strings.TrimSpace(n))
+		window, werr := time.ParseDuration(strings.TrimSpace(w))
+		if name = strings.TrimSpace(name); name == "" || err != nil || limit < 1 || werr != nil || window < time.Second {
+			bad("VERDICT_RATE_LIMITS", "want bucket=requests/window pairs (e.g. executions=600/1m), got %q", kv)
+			continue
+		}
+		if c.Limits == nil {
+			c.Limits = map[string]RateLimit{}
+		}
+		c.Limits[name] = RateLimit{Limit: limit, Window: window}
 	}
 	if c.BodyTimeout < time.Second {
 		bad("VERDICT_BODY_TIMEOUT", "want at least 1s")

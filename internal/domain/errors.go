@@ -6,7 +6,7 @@ import (
 )
 
 // Error is the one error type that crosses from services to HTTP. Status is the HTTP status,
-// Code the SPEC's `error` text ("Weak password"), Message the human text. Fields are extra
+// Code the stable `error` text ("Weak password"), Message the human text. Fields are extra
 // members of the error body (attemptsRemaining, retryAfter, usage, valid).
 type Error struct {
 	Status  int

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ExecStatus is an execution's status (DECISIONS 14).
+// ExecStatus is an execution's status: PENDING, RUNNING, (ANALYZING), then a final one.
 type ExecStatus string
 
 const (
@@ -193,6 +193,10 @@ type Execution struct {
 	ReportDirs  []string // report folders stored for this run
 	ReportBytes int64
 	Notes       []string
+
+	// ReportIndexes are those of ReportDirs holding an index.html, recorded when the reports
+	// are stored so views link only folders that open; nil: not recorded (older runs).
+	ReportIndexes []string
 }
 
 // DurationMs is the run's wall time from start to finish (so far, when running).

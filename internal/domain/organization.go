@@ -17,7 +17,7 @@ func (p Plan) Valid() bool { return p == PlanFree || p == PlanTeam || p == PlanE
 // Unlimited marks a limit without bound.
 const Unlimited = -1
 
-// Limits are a plan's bounds (DECISIONS 10). -1 means unlimited.
+// Limits are a plan's bounds (the plan table is LimitsFor). -1 means unlimited.
 type Limits struct {
 	MaxUsers          int   `json:"maxUsers"`
 	MaxTestRuns       int   `json:"maxTestRuns"`

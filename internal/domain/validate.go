@@ -9,7 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// passwordSpecials is the SPEC's set of special characters (with the backtick).
+// passwordSpecials are the special characters a password needs one of (with the backtick).
 const passwordSpecials = "!@#$%^&*()_+-=[]{};':\"\\|,.<>/?~`"
 
 // MaxPasswordBytes bounds a password: bcrypt reads at most 72 bytes, and refusing longer ones
@@ -17,7 +17,7 @@ const passwordSpecials = "!@#$%^&*()_+-=[]{};':\"\\|,.<>/?~`"
 const MaxPasswordBytes = 72
 
 // ValidPassword reports whether p has at least 8 characters with an upper-case letter, a
-// lower-case letter, a digit and one of the SPEC's special characters.
+// lower-case letter, a digit and one of passwordSpecials.
 func ValidPassword(p string) bool {
 	if utf8.RuneCountInString(p) < 8 || len(p) > MaxPasswordBytes || !utf8.ValidString(p) {
 		return false

@@ -109,7 +109,9 @@ const (
 	maxEnvValueLen    = 32 << 10
 )
 
-// Queue validates and queues a run (DECISIONS 11, 12, 15, 26).
+// Queue validates and queues a run. It counts against the plan's maxTestRuns when queued (403
+// past it); past maxConcurrentRuns it is not refused but waits PENDING with a queueReason; a
+// taskId in use is 409; a project fills in what the request leaves out (applyProject).
 func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInput) (*domain.Execution, error) {
 	if !p.CanWrite() {
 		return nil, errReadOnly
@@ -118,6 +120,10 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		if len(v) > maxFieldLen {
 			return nil, domain.BadRequest("Validation error", name+" is too long")
 		}
+	}
+	// The runner splits the command the same way; a malformed one never reaches it.
+	if _, err := run.ParseCommand(in.Command); err != nil {
+		return nil, domain.BadRequest("Validation error", err.Error())
 	}
 	if in.TaskID != "" && !domain.ValidTaskID(in.TaskID) {
 		return nil, domain.BadRequest("Invalid taskId", "taskId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")

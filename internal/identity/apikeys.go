@@ -81,12 +81,31 @@ func (s *Service) AuthenticateKey(ctx context.Context, value string) (*Principal
 	}
 	p.APIKeyID = k.ID
 	now := s.clock()
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= keyTouchInterval {
+	if (k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= keyTouchInterval) && s.claimKeyTouch(k.ID, now) {
 		if err := s.store.APIKeys().TouchLastUsed(ctx, k.OrganizationID, k.ID, now); err != nil {
 			s.log.Warn("api key: recording last use failed", "key", k.ID, "err", err)
 		}
 	}
 	return p, nil
+}
+
+// claimKeyTouch reports whether this request writes the key's lastUsedAt: of the requests
+// that read it stale at once (a CI job's parallel calls), only the first, and then none for
+// keyTouchInterval, so a busy key costs this process one write a minute.
+func (s *Service) claimKeyTouch(keyID string, now time.Time) bool {
+	ms := now.UnixMilli()
+	for {
+		prev, loaded := s.keyTouches.LoadOrStore(keyID, ms)
+		if !loaded {
+			return true
+		}
+		if ms-prev.(int64) < keyTouchInterval.Milliseconds() {
+			return false
+		}
+		if s.keyTouches.CompareAndSwap(keyID, prev, ms) {
+			return true
+		}
+	}
 }
 
 // AuthenticateClaims turns verified token claims into a principal, re-reading the user so a

@@ -113,7 +113,7 @@ type Usage struct {
 }
 
 // Usage reports the organization's consumption in the current billing period: the
-// subscription's period when known, else the calendar month (DECISIONS 11).
+// subscription's period when known, else the calendar month.
 func (s *Service) Usage(ctx context.Context, p *Principal) (*Usage, error) {
 	org, users, err := s.Organization(ctx, p)
 	if err != nil {

@@ -1,12 +1,13 @@
 // Package identity is the service behind accounts and tenancy: signup, login, users,
-// organizations, invitations and API keys. Handlers call it; it owns every rule of the SPEC's
-// identity sections and reaches the database only through store.Store.
+// organizations, invitations and API keys. Handlers call it; it owns every rule of accounts,
+// roles and invitations and reaches the database only through store.Store.
 package identity
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"verdict/internal/billing"
@@ -19,7 +20,7 @@ type Tokens interface {
 	Issue(userID, orgID string, role domain.Role) (string, error)
 }
 
-// Lockout counts failed logins per e-mail (SPEC Authentication 6).
+// Lockout counts failed logins per e-mail and locks an address after too many (auth.Lockout).
 type Lockout interface {
 	Check(ctx context.Context, email string) (locked bool, retryAfter time.Duration, err error)
 	Fail(ctx context.Context, email string) (attemptsRemaining int, locked bool, retryAfter time.Duration, err error)
@@ -54,6 +55,10 @@ type Service struct {
 	clock       domain.Clock
 	newID       domain.IDGen
 	log         *slog.Logger
+
+	// keyTouches is when this process last took on writing each API key's lastUsedAt (unix
+	// ms, by key ID), so that concurrent requests with one key write it once per interval.
+	keyTouches sync.Map
 }
 
 // Deps are the Service's collaborators. Clock and NewID default to the real ones.
@@ -98,7 +103,7 @@ func (s *Service) sessionsEnded(userID string) {
 }
 
 // Principal is who is calling: the user, their organization (from the token), and the role
-// as it is now in the database (DECISIONS 3).
+// as it is now in the database (re-read on every request, so a changed role applies at once).
 type Principal struct {
 	UserID   string
 	OrgID    string

@@ -1,7 +1,10 @@
-// Package ratelimit counts hits in fixed windows. A Store keeps the counters (in memory for a
-// single replica, in Redis when replicas must share them); a Limiter turns a counter into an
-// allow/deny decision. Both stores read time from an injected domain.Clock, so tests move
-// through windows without sleeping and the two behave identically.
+// Package ratelimit has the API's rate limiter and the fixed-window counters of the login
+// lockout, each with a twin in memory (one replica) and one in Redis (shared by replicas).
+//
+// The Limiter is GCRA: in Redis, redis_rate's script on Redis's clock; in memory, the same
+// algorithm on an injected domain.Clock. A Store counts hits in fixed windows (failures within
+// 15 minutes is a count, not a rate); both stores read time from an injected domain.Clock, so
+// tests move through windows without sleeping and the two behave identically.
 package ratelimit
 
 import (

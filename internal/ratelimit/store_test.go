@@ -19,7 +19,7 @@ func newTestClock() *testenv.Clock {
 }
 
 // redisClient connects to the test Redis and, when the test ends, deletes every key under
-// prefix.
+// prefix (and under "rate:" + prefix, where redis_rate puts the limiter's).
 func redisClient(t testing.TB, prefix string) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(testenv.RedisURL(t))
@@ -29,9 +29,11 @@ func redisClient(t testing.TB, prefix string) *redis.Client {
 	c := redis.NewClient(opts)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
+		for _, match := range []string{prefix + "*", "rate:" + prefix + "*"} {
+			iter := c.Scan(ctx, 0, match, 100).Iterator()
+			for iter.Next(ctx) {
+				c.Del(ctx, iter.Val())
+			}
 		}
 		c.Close()
 	})

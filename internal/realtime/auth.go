@@ -7,7 +7,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 )
 
-// Texts of auth-error, as the REST API words the same failures (SPEC "Errors", me).
+// Texts of auth-error, as the REST API words the same failures (GET /api/auth/me).
 const (
 	errAuthRequired = "Authentication required"
 	errInvalidToken = "Invalid or expired token"
@@ -18,7 +18,7 @@ const (
 //
 // Authentication happens here rather than in an io.Use middleware on purpose: a middleware
 // failure becomes a CONNECT_ERROR packet, which clients surface as connect_error, whereas
-// DECISIONS 19 promises an auth-error event followed by a disconnect. So every namespace
+// the API reference promises an auth-error event followed by a disconnect. So every namespace
 // connection is accepted, and a socket only joins its organization's room once the token checks
 // out; until then it can receive nothing but auth-error.
 //

@@ -24,7 +24,7 @@ type emission struct {
 // may reuse it) and queued for one dispatcher goroutine, which keeps events in Emit order.
 //
 // ExecutionLog payloads of event EventExecutionLog that pile up behind each other for the same
-// run are merged into one event (DECISIONS 19: log is one or more whole lines), so a chatty run
+// run are merged into one event (a log payload is one or more whole lines), so a chatty run
 // costs fewer events when the dispatcher falls behind. Only chunks ending in a newline are
 // merged with what follows.
 //

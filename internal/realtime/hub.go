@@ -4,7 +4,7 @@
 // A client sends its JWT in the handshake as auth.token. The server accepts the namespace
 // connection, verifies the token through the caller's Authenticator and then either puts the
 // socket in room "org:<organizationId>" and emits auth-success, or emits auth-error and
-// disconnects it (DECISIONS 19). Hub.Emit sends an event to one organization's room only.
+// disconnects it. Hub.Emit sends an event to one organization's room only.
 //
 // Emit never blocks its caller: events are queued and delivered, in order, by one dispatcher
 // goroutine (emit.go). With a Redis URL the library's Redis adapter fans every Emit out to the
@@ -33,7 +33,7 @@ import (
 	"github.com/zishang520/socket.io/servers/socket/v3"
 )
 
-// Event names (SPEC "Events", DECISIONS 19).
+// Event names, as documented under GET /socket.io/ in docs/openapi.yaml.
 const (
 	EventAuthSuccess      = "auth-success"
 	EventAuthError        = "auth-error"
@@ -41,7 +41,9 @@ const (
 	EventExecutionLog     = "execution-log"
 )
 
-// ExecutionLog is the payload of EventExecutionLog; Log holds one or more whole lines.
+// ExecutionLog is the payload of EventExecutionLog; Log holds one or more whole lines. The
+// payload of EventExecutionUpdated is the REST API's execution view (api.Execution), so both
+// show a run alike.
 type ExecutionLog struct {
 	TaskID string `json:"taskId"`
 	Log    string `json:"log"`
@@ -55,7 +57,7 @@ type Identity struct {
 	ExpiresIn      time.Duration // time left on the token: the socket is disconnected then (0: never)
 }
 
-// Authenticator verifies the handshake token (and re-reads the user, DECISIONS 3). Any error
+// Authenticator verifies the handshake token (and re-reads the user, as every REST request does). Any error
 // refuses the connection; its text is logged, never sent to the client.
 type Authenticator func(ctx context.Context, token string) (Identity, error)
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// ContentSecurityPolicy is sent with every report response (DECISIONS 17). Reports are HTML
+// ContentSecurityPolicy is sent with every report response. Reports are HTML
 // written by a tenant's container, served from the API's own origin unless reports have one of
 // their own (internal/api splitOrigins), so they are treated as hostile pages. The sandbox
 // directive without allow-same-origin gives them an opaque origin: their scripts run (the

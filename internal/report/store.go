@@ -346,3 +346,18 @@ func treeSize(ctx context.Context, dir string) (int64, error) {
 	}
 	return total, err
 }
+
+// IndexedDirs returns those of the run's stored folders that hold an index.html, the ones a
+// link can open (a folder without one answers 404). Never nil, so that an empty answer is told
+// apart from one not recorded.
+func IndexedDirs(ctx context.Context, s Store, orgID, taskID string, dirs []string) []string {
+	out := []string{}
+	for _, d := range dirs {
+		f, _, err := s.Open(ctx, orgID, taskID, d+"/index.html")
+		if err == nil {
+			f.Close()
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TokenTTL is how long a signed report token is valid (DECISIONS 17).
+// TokenTTL is how long a signed report token is valid: its link must be opened within it.
 const TokenTTL = 5 * time.Minute
 
 // SessionTTL is how long a report-browsing link is valid: the token that a valid TokenTTL token

@@ -27,9 +27,12 @@ const lineCutMark = " [verdict: line cut at 16 KiB]\n"
 type logSink func(chunk string)
 
 // pumpLogs reads the container's output, masks secrets (then cuts long lines), and hands the
-// sink batches of whole lines. A line after a quiet spell (nothing sent for batchInterval) goes out at once; during a
-// burst, lines wait at most batchInterval or until batchBytes, so a chatty suite costs at most
-// one event per batchInterval. It returns when r ends (the container exited) or ctx ends.
+// sink batches of whole lines: at most one batch per batchInterval (but for batches of
+// batchBytes), each as soon as that allows. A line that comes batchInterval or more after the
+// last batch went out goes at once; one that comes sooner waits only for the rest of that
+// interval, never a whole one from its arrival (a suite printing every 100 ms would otherwise
+// fall into step with the timer and see every line wait 50 ms). It returns when r ends (the
+// container exited) or ctx ends.
 func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink logSink) {
 	lines := make(chan string, 256)
 	go func() {
@@ -61,9 +64,11 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 	timer.Stop()
 	flush := func() {
 		if buf.Len() > 0 {
+			// Stamped before the sink, which also stores the chunk: the interval bounds how
+			// often batches go out, not the gap between one's store and the next.
+			lastFlush = time.Now()
 			sink(buf.String())
 			buf.Reset()
-			lastFlush = time.Now()
 		}
 		pending = false
 	}
@@ -83,11 +88,12 @@ func pumpLogs(ctx context.Context, r io.Reader, mask *strings.Replacer, sink log
 			}
 			total += len(line)
 			buf.WriteString(line)
-			if buf.Len() >= batchBytes || (!pending && time.Since(lastFlush) >= batchInterval) {
+			switch wait := batchInterval - time.Since(lastFlush); {
+			case buf.Len() >= batchBytes, !pending && wait <= 0:
 				flush()
-			} else if !pending {
+			case !pending:
 				pending = true
-				timer.Reset(batchInterval)
+				timer.Reset(wait)
 			}
 		case <-timer.C:
 			flush()

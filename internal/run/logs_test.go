@@ -2,7 +2,10 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +73,94 @@ func TestPumpLogsSendsAQuietLineAtOnce(t *testing.T) {
 	// Each line came after a quiet spell: it must not wait for the batch window.
 	if first := at[0].Sub(start); first > 120*time.Millisecond+batchInterval-10*time.Millisecond {
 		t.Fatalf("the first line waited: %v", first)
+	}
+}
+
+// stampedWriter writes lines to a pipe at the given offsets from start (both numbered "n\n") and
+// records when each went in.
+func stampedWriter(pw *io.PipeWriter, start time.Time, offsets []time.Duration) []time.Time {
+	sent := make([]time.Time, len(offsets))
+	go func() {
+		for i, off := range offsets {
+			time.Sleep(time.Until(start.Add(off)))
+			sent[i] = time.Now()
+			fmt.Fprintf(pw, "%d\n", i)
+		}
+		pw.Close()
+	}()
+	return sent
+}
+
+// arrivals maps each numbered line to the time its chunk reached the sink.
+func arrivals(t *testing.T, chunks []string, at []time.Time, n int) []time.Time {
+	t.Helper()
+	out := make([]time.Time, n)
+	for i, c := range chunks {
+		for l := range strings.SplitSeq(strings.TrimSuffix(c, "\n"), "\n") {
+			k, err := strconv.Atoi(l)
+			if err != nil || k >= n {
+				t.Fatalf("unexpected line %q", l)
+			}
+			out[k] = at[i]
+		}
+	}
+	return out
+}
+
+// A suite printing a header and then a line every 100 ms, with a sink as slow as a database
+// write: the header's second line opens a batch window, and no later line may fall into step
+// with it (each waiting ~50 ms for a window that started when the previous batch went out).
+func TestPumpLogsCadenceNotInStepWithTheWindow(t *testing.T) {
+	const n = 14
+	offsets := []time.Duration{0, 0, 0}
+	for i := 1; len(offsets) < n; i++ {
+		offsets = append(offsets, time.Duration(i)*100*time.Millisecond)
+	}
+	pr, pw := io.Pipe()
+	sent := stampedWriter(pw, time.Now().Add(10*time.Millisecond), offsets)
+	var (
+		mu     sync.Mutex
+		chunks []string
+		at     []time.Time
+	)
+	pumpLogs(context.Background(), pr, nil, func(c string) {
+		mu.Lock()
+		chunks, at = append(chunks, c), append(at, time.Now())
+		mu.Unlock()
+		time.Sleep(3 * time.Millisecond) // the chunk's database write
+	})
+	got := arrivals(t, chunks, at, n)
+	var waits []time.Duration
+	for i := 3; i < n; i++ {
+		waits = append(waits, got[i].Sub(sent[i]))
+	}
+	slices.Sort(waits)
+	if med := waits[len(waits)/2]; med > 20*time.Millisecond {
+		t.Fatalf("lines printed every 100 ms waited %v (median) for the batch window; all: %v", med, waits)
+	}
+}
+
+// A burst is batched: at most one chunk per batchInterval, and no line waits much longer than
+// one interval.
+func TestPumpLogsBatchesABurst(t *testing.T) {
+	const n = 100
+	offsets := make([]time.Duration, n)
+	for i := range offsets {
+		offsets[i] = time.Duration(i) * 5 * time.Millisecond
+	}
+	pr, pw := io.Pipe()
+	start := time.Now().Add(10 * time.Millisecond)
+	sent := stampedWriter(pw, start, offsets)
+	chunks, at := collect(t, pr, RunEnv{})
+	span := offsets[n-1] + batchInterval
+	if limit := int(span/batchInterval) + 2; len(chunks) > limit {
+		t.Fatalf("%d chunks for a %v burst, want at most %d", len(chunks), offsets[n-1], limit)
+	}
+	got := arrivals(t, chunks, at, n)
+	for i := range n {
+		if w := got[i].Sub(sent[i]); w > batchInterval+40*time.Millisecond {
+			t.Fatalf("line %d waited %v", i, w)
+		}
 	}
 }
 

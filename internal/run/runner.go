@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -24,6 +25,13 @@ type Events interface {
 
 // Runner claims PENDING executions and carries them out on its Backend, Slots at a time.
 // It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
+//
+// A run holds a slot while its container runs. Once the container has exited, its reports are
+// collected, the container removed and the final status written by one of Collectors, and the
+// slot goes to the next run at once. The run stays RUNNING (its lease renewed, cancels heard)
+// until that final write, so it still counts against its organization's maxConcurrentRuns,
+// which the store counts from RUNNING runs: the limit stays exact while the runner's own
+// capacity is Slots containers plus Collectors collections.
 type Runner struct {
 	ID        string
 	Store     store.Store
@@ -35,8 +43,11 @@ type Runner struct {
 	Clock     domain.Clock
 	Log       *slog.Logger
 	Slots     int
-	Resources Resources
-	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
+	// Collectors bounds the runs collecting reports at once [Slots]; a run whose container
+	// exited waits for one while keeping its slot, so collections cannot pile up.
+	Collectors int
+	Resources  Resources
+	Alerts     *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
@@ -46,6 +57,7 @@ type Runner struct {
 	wake     chan struct{}
 	mu       sync.Mutex
 	cancels  map[string]context.CancelCauseFunc // by execution ID, for in-process cancels
+	bigApps  map[string]bool                    // images whose /app is too big to copy whole
 }
 
 func (r *Runner) init() {
@@ -63,6 +75,9 @@ func (r *Runner) init() {
 		}
 		if r.Slots <= 0 {
 			r.Slots = 2
+		}
+		if r.Collectors <= 0 {
+			r.Collectors = r.Slots
 		}
 		if r.Log == nil {
 			r.Log = slog.Default()
@@ -104,6 +119,7 @@ func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns 
 func (r *Runner) Run(ctx context.Context) {
 	r.init()
 	slots := make(chan struct{}, r.Slots)
+	collectors := make(chan struct{}, r.Collectors)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	poll := time.NewTicker(r.Poll)
@@ -132,14 +148,44 @@ func (r *Runner) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots; r.Notify() }()
-			r.execute(ctx, e)
+			l := &lane{slots: slots, collectors: collectors, notify: r.Notify, slot: true}
+			defer l.release()
+			r.execute(ctx, e, l.exited)
 		}()
 	}
 }
 
-// execute carries out one claimed run from start to its final status.
-func (r *Runner) execute(parent context.Context, e *domain.Execution) {
+// lane is one run's hold on the runner: its slot until the container exits, then a collector
+// until the final status is written. Each release wakes the claimer: a freed slot can take a
+// run, and a finished run frees its organization's place.
+type lane struct {
+	slots, collectors chan struct{}
+	notify            func()
+	slot, collector   bool
+}
+
+// exited trades the slot for a collector, waiting for one with the slot still held.
+func (l *lane) exited() {
+	l.collectors <- struct{}{}
+	l.collector = true
+	l.slot = false
+	<-l.slots
+	l.notify()
+}
+
+func (l *lane) release() {
+	if l.slot {
+		<-l.slots
+	}
+	if l.collector {
+		<-l.collectors
+	}
+	l.notify()
+}
+
+// execute carries out one claimed run from start to its final status; exited is called once
+// its container is no longer running (not at all when none started).
+func (r *Runner) execute(parent context.Context, e *domain.Execution, exited func()) {
 	log := r.Log.With("org", e.OrganizationID, "task", e.TaskID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
@@ -151,9 +197,14 @@ func (r *Runner) execute(parent context.Context, e *domain.Execution) {
 	defer func() { r.mu.Lock(); delete(r.cancels, e.ID); r.mu.Unlock() }()
 
 	r.Events.ExecutionUpdated(e)
-	go r.keepLease(ctx, cancel, e)
+	// The lease is renewed until the final write, not only until the run's context ends: a
+	// cancelled or timed-out run still stops its container and collects its reports, and the
+	// reaper must not take it for lost meanwhile.
+	alive, stopLease := context.WithCancel(context.WithoutCancel(parent))
+	defer stopLease()
+	go r.keepLease(alive, cancel, e)
 
-	f := r.carryOut(ctx, e, log)
+	f := r.carryOut(ctx, e, log, exited)
 	f.FinishedAt = r.Clock()
 	// The final write must happen even when the run's context was cancelled.
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -192,7 +243,7 @@ func (r *Runner) countStorage(ctx context.Context, orgID string, u billing.Usage
 }
 
 // keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
-// or the lease was lost.
+// (renewing on while the cancelled run winds down) or the lease was lost.
 func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, e *domain.Execution) {
 	t := time.NewTicker(r.Heartbeat)
 	defer t.Stop()
@@ -210,14 +261,13 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 		case err != nil:
 			r.Log.Warn("lease renewal failed", "task", e.TaskID, "err", err)
 		case stop:
-			cancel(errCancelled)
-			return
+			cancel(errCancelled) // a no-op after the first
 		}
 	}
 }
 
 // carryOut runs the container and works out the result. It never returns without a status.
-func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Logger) store.Finish {
+func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Logger, exited func()) store.Finish {
 	fail := func(format string, args ...any) store.Finish {
 		return store.Finish{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
 	}
@@ -288,6 +338,7 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 			ended = &f
 		}
 	}
+	exited()
 	select {
 	case <-logsDone:
 	case <-time.After(10 * time.Second):
@@ -300,7 +351,7 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 	f := r.collectReports(rctx, e, id, log)
 	if ended != nil {
 		ended.ReportDirs, ended.ReportBytes, ended.Notes = f.ReportDirs, f.ReportBytes, f.Notes
-		ended.Tests, ended.Summary = f.Tests, f.Summary
+		ended.Tests, ended.Summary, ended.ReportIndexes = f.Tests, f.Summary, f.ReportIndexes
 		return *ended
 	}
 	f.ExitCode = &exit
@@ -323,7 +374,8 @@ func endedBy(ctx context.Context) *store.Finish {
 	return nil
 }
 
-// spec builds the container of a run: the SPEC's container contract exactly, plus the run's
+// spec builds the container of a run: the container contract exactly (docs/architecture.md),
+// plus the run's
 // variables. `command`, when given, replaces the image's entrypoint; the folder stays its
 // first argument.
 func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
@@ -377,7 +429,9 @@ func (r *Runner) streamLogs(ctx context.Context, e *domain.Execution, id string,
 }
 
 // collectReports copies the report folders out of the container into the report store,
-// within the organization's storage limit, and parses the results they hold.
+// within the organization's storage limit, and parses the results they hold. One copy of /app
+// brings every folder (each copy costs the engine a mount of the container); for an image whose
+// /app holds much besides, the folders are copied one by one.
 func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id string, log *slog.Logger) store.Finish {
 	var f store.Finish
 	org, err := r.Store.Organizations().Get(ctx, e.OrganizationID)
@@ -389,12 +443,79 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 	if limit := org.Limits().MaxStorageBytes; limit != domain.Unlimited {
 		room = max(limit-org.StorageUsedBytes, 0)
 	}
-	folders := e.ReportFolders
-	if len(folders) == 0 {
-		folders = domain.DefaultReportFolders
+	listed := e.ReportFolders
+	if len(listed) == 0 {
+		listed = domain.DefaultReportFolders
 	}
-	for _, folder := range folders {
-		rc, err := r.Backend.CopyOut(ctx, id, "/app/"+strings.Trim(folder, "/"))
+	folders := reportFolders(listed)
+	kept := map[string]int64{}
+	var total int64
+	// keep records one folder's Put; false when the reports must all be dropped.
+	keep := func(folder string, n int64, err error) bool {
+		switch {
+		case errors.Is(err, report.ErrTooManyFiles):
+			// A bound on entries, not on storage: this folder alone is left out, and no storage
+			// alert is raised.
+			f.Notes = append(f.Notes, fmt.Sprintf("report folder %s was not kept: it holds more than %d files and "+
+				"folders, the limit for one report folder", folder, report.MaxFiles))
+		case errors.Is(err, report.ErrTooLarge):
+			return false
+		case err != nil:
+			log.Warn("storing a report folder failed", "folder", folder, "err", err)
+		default:
+			kept[folder] = n
+			total += n
+		}
+		return true
+	}
+	limit := func() int64 {
+		if room < 0 {
+			return 1 << 40
+		}
+		return max(room-total, 0)
+	}
+	put := func(rd io.Reader, into string) (int64, error) {
+		return r.Reports.Put(ctx, e.OrganizationID, e.TaskID, rd, into, limit())
+	}
+
+	remaining := folders
+	if !r.bigApp(e.Image) {
+		rc, err := r.Backend.CopyOut(ctx, id, appDir)
+		switch {
+		case errors.Is(err, ErrPathNotFound):
+			remaining = nil
+		case err != nil:
+			log.Warn("copying the report folders failed", "err", err)
+		default:
+			found, partial, err := splitReports(rc, folders, room, put)
+			rc.Close()
+			if errors.Is(err, report.ErrTooLarge) {
+				return r.dropReports(ctx, e, f, log)
+			}
+			if err != nil {
+				log.Warn("copying the report folders failed; copying them one by one", "err", err)
+				break
+			}
+			if partial {
+				r.rememberBigApp(e.Image)
+			}
+			remaining = nil
+			for _, folder := range folders {
+				res, ok := found[folder]
+				switch {
+				case ok && !keep(folder, res.written, res.err):
+					return r.dropReports(ctx, e, f, log)
+				case !ok && partial:
+					remaining = append(remaining, folder)
+				}
+			}
+		}
+	}
+	for _, folder := range remaining {
+		if _, ok := kept[folder]; ok {
+			continue
+		}
+		rc, err := r.Backend.CopyOut(ctx, id, appDir+"/"+folder)
 		if errors.Is(err, ErrPathNotFound) {
 			continue
 		}
@@ -402,38 +523,20 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 			log.Warn("copying a report folder failed", "folder", folder, "err", err)
 			continue
 		}
-		limit := room - f.ReportBytes
-		if room < 0 {
-			limit = 1 << 40
-		}
-		n, err := r.Reports.Put(ctx, e.OrganizationID, e.TaskID, rc, folder, limit)
+		n, err := put(rc, folder)
 		rc.Close()
-		if errors.Is(err, report.ErrTooManyFiles) {
-			// A bound on entries, not on storage: this folder alone is left out, and no storage
-			// alert is raised.
-			f.Notes = append(f.Notes, fmt.Sprintf("report folder %s was not kept: it holds more than %d files and "+
-				"folders, the limit for one report folder", folder, report.MaxFiles))
-			continue
+		if !keep(folder, n, err) {
+			return r.dropReports(ctx, e, f, log)
 		}
-		if errors.Is(err, report.ErrTooLarge) {
-			if _, err := r.Reports.Delete(ctx, e.OrganizationID, e.TaskID); err != nil {
-				log.Warn("removing the partial reports failed", "err", err)
-			}
-			f.ReportDirs, f.ReportBytes = nil, 0
-			f.Notes = append(f.Notes, "reports were dropped: they would pass the organization's storage limit")
-			if err := r.countStorage(ctx, e.OrganizationID, billing.Usage{Refused: true,
-				Note: "The reports of run " + e.TaskID + " were dropped because they would pass the limit."}); err != nil {
-				log.Error("raising the storage alert failed", "err", err)
-			}
-			return f
-		}
-		if err != nil {
-			log.Warn("storing a report folder failed", "folder", folder, "err", err)
-			continue
-		}
-		f.ReportDirs = append(f.ReportDirs, folder)
-		f.ReportBytes += n
 	}
+	for _, folder := range folders {
+		if n, ok := kept[folder]; ok {
+			f.ReportDirs = append(f.ReportDirs, folder)
+			f.ReportBytes += n
+		}
+	}
+	// Recorded now, so that views link only folders that open without looking at the disk.
+	f.ReportIndexes = report.IndexedDirs(ctx, r.Reports, e.OrganizationID, e.TaskID, f.ReportDirs)
 	if len(f.ReportDirs) > 0 && r.ReportDir != nil {
 		// Results are the container's words: its secrets are masked in them as in its log.
 		mask, err := r.reportMask(e)
@@ -451,6 +554,40 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 		f.Tests, f.Summary = tests, domain.Summarize(tests)
 	}
 	return f
+}
+
+// dropReports removes what was kept of the run's reports when together they would pass the
+// organization's storage limit, and raises the storage alert.
+func (r *Runner) dropReports(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) store.Finish {
+	if _, err := r.Reports.Delete(ctx, e.OrganizationID, e.TaskID); err != nil {
+		log.Warn("removing the partial reports failed", "err", err)
+	}
+	f.ReportDirs, f.ReportBytes = nil, 0
+	f.Notes = append(f.Notes, "reports were dropped: they would pass the organization's storage limit")
+	if err := r.countStorage(ctx, e.OrganizationID, billing.Usage{Refused: true,
+		Note: "The reports of run " + e.TaskID + " were dropped because they would pass the limit."}); err != nil {
+		log.Error("raising the storage alert failed", "err", err)
+	}
+	return f
+}
+
+// maxBigApps bounds the images remembered by rememberBigApp; past it the memory starts over.
+const maxBigApps = 1024
+
+// bigApp tells whether an earlier run of image had an /app too big to copy whole.
+func (r *Runner) bigApp(image string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bigApps[image]
+}
+
+func (r *Runner) rememberBigApp(image string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bigApps == nil || len(r.bigApps) >= maxBigApps {
+		r.bigApps = map[string]bool{}
+	}
+	r.bigApps[image] = true
 }
 
 // reportMask returns what makes text from the run's reports storable: cleaned, and with the

@@ -37,6 +37,9 @@ type Finish struct {
 	ReportDirs  []string
 	ReportBytes int64
 	Notes       []string
+
+	// ReportIndexes are those of ReportDirs holding an index.html; nil: not recorded.
+	ReportIndexes []string
 }
 
 // ExecutionRepo stores executions and is the run queue.
@@ -47,7 +50,7 @@ type ExecutionRepo interface {
 	// GetByID finds an execution by internal ID across organizations: for the run plane only,
 	// which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)
-	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, without Tests, and the total
+	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, without Tests, EnvCipher and ReportFolders, and the total
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error)                 // runs queued since
 	CountActive(ctx context.Context, orgID string) (int, error)                                 // RUNNING or ANALYZING
 

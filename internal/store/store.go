@@ -141,7 +141,7 @@ const (
 	EventError   = "error"
 )
 
-// BillingEvent is one entry of the webhook log (SPEC Billing webhook log).
+// BillingEvent is one entry of the webhook log (GET /api/billing/events).
 type BillingEvent struct {
 	EventID        string
 	EventType      string

@@ -80,6 +80,8 @@ type Backend struct {
 	netMu    sync.Mutex
 	netReady bool         // EnsureNetwork succeeded
 	quota    atomic.Int32 // quotaUnknown, quotaSupported or quotaUnsupported
+
+	exits exitWatch // die events, for Wait (exits.go)
 }
 
 func (b *Backend) log() *slog.Logger {
@@ -128,7 +130,10 @@ func New(host string, opts Options) (*Backend, error) {
 }
 
 // Close releases the client's connections.
-func (b *Backend) Close() error { return b.cli.Close() }
+func (b *Backend) Close() error {
+	b.exits.stop()
+	return b.cli.Close()
+}
 
 // APIVersion is the Engine API version in use: the negotiated one after the first request
 // (Ping negotiates), the client's maximum before.
@@ -450,6 +455,8 @@ func (w *lineWriter) flush() error {
 func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	exited, stopExit := b.exitOf(id)
+	defer stopExit()
 	res := b.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	var (
 		exceeded atomic.Bool
@@ -471,6 +478,12 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 			return int(r.StatusCode), fmt.Errorf("wait for container %s: %s", id, r.Error.Message)
 		}
 		return int(r.StatusCode), nil
+	case code := <-exited:
+		// The engine still cleans up after the container; the wait would answer after that.
+		if exceeded.Load() {
+			return code, diskErr(<-over)
+		}
+		return code, nil
 	case err := <-res.Error:
 		return -1, fmt.Errorf("wait for container %s: %w", id, err)
 	case size := <-over:

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"verdict/internal/domain"
@@ -22,38 +24,86 @@ const executionColumns = `id, organization_id, task_id, project_id, image, comma
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, container_id, lease_until, cancel_requested,
-	summary, tests, report_dirs, report_bytes, notes`
+	summary, tests, report_dirs, report_bytes, notes, report_indexes`
 
-// listColumns are executionColumns for list answers, which leave the tests out: a run's parsed
-// results can be large, and listing would read and decode them for nothing.
-var listColumns = strings.Replace(executionColumns, "summary, tests,", "summary, '[]',", 1)
+// listColumns are executionColumns for list answers, which leave out the tests (a run's parsed
+// results can be large, and listing would read and decode them for nothing) and what only the
+// run plane reads: the sealed variables and the folders to collect.
+var listColumns = strings.NewReplacer("summary, tests,", "summary, '[]',", "report_folders, env_cipher,", "'[]', '',").
+	Replace(executionColumns)
 
 func scanExecution(r scanner) (*domain.Execution, error) {
 	var e domain.Execution
-	var reportFolders, envNames, summary, tests, reportDirs, notes string
-	var exitCode sql.NullInt64
-	var queued int64
-	var started, finished, lease sql.NullInt64
-	if err := r.Scan(&e.ID, &e.OrganizationID, &e.TaskID, &e.ProjectID, &e.Image, &e.Command, &e.Environment,
-		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &reportFolders, &e.EnvCipher, &envNames, &e.TriggeredBy,
-		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &exitCode, &queued, &started, &finished,
-		&e.RunnerID, &e.ContainerID, &lease, &e.CancelRequested,
-		&summary, &tests, &reportDirs, &e.ReportBytes, &notes); err != nil {
+	if err := newExecRow().scan(r, &e); err != nil {
 		return nil, err
 	}
-	if err := unmarshalJSON(reportFolders, &e.ReportFolders, envNames, &e.EnvNames, summary, &e.Summary,
-		tests, &e.Tests, reportDirs, &e.ReportDirs, notes, &e.Notes); err != nil {
-		return nil, err
-	}
-	if exitCode.Valid {
-		c := int(exitCode.Int64)
-		e.ExitCode = &c
-	}
-	e.QueuedAt = fromMillis(queued)
-	e.StartedAt = timePtr(started)
-	e.FinishedAt = timePtr(finished)
-	e.LeaseUntil = timePtr(lease)
 	return &e, nil
+}
+
+// execRow receives a row of executionColumns (or listColumns). One is reused for every row of
+// a page, so the columns' destinations are not allocated again per row.
+type execRow struct {
+	e                                                          domain.Execution
+	reportFolders, envNames, summary, tests, reportDirs, notes string
+	reportIndexes                                              sql.NullString
+	exitCode, started, finished, lease                         sql.NullInt64
+	queued                                                     int64
+	dest                                                       []any
+}
+
+func newExecRow() *execRow {
+	x := &execRow{}
+	e := &x.e
+	x.dest = []any{&e.ID, &e.OrganizationID, &e.TaskID, &e.ProjectID, &e.Image, &e.Command, &e.Environment,
+		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &x.reportFolders, &e.EnvCipher, &x.envNames, &e.TriggeredBy,
+		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
+		&e.RunnerID, &e.ContainerID, &x.lease, &e.CancelRequested,
+		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes}
+	return x
+}
+
+// scan scans the current row into e.
+func (x *execRow) scan(r scanner, e *domain.Execution) error {
+	x.e = domain.Execution{}
+	if err := r.Scan(x.dest...); err != nil {
+		return err
+	}
+	if x.reportIndexes.Valid {
+		if err := decodeJSON(x.reportIndexes.String, &x.e.ReportIndexes); err != nil {
+			return err
+		}
+	}
+	for _, c := range [...]struct {
+		text string
+		dst  any
+	}{{x.reportFolders, &x.e.ReportFolders}, {x.envNames, &x.e.EnvNames}, {x.summary, &x.e.Summary},
+		{x.tests, &x.e.Tests}, {x.reportDirs, &x.e.ReportDirs}, {x.notes, &x.e.Notes}} {
+		if err := decodeJSON(c.text, c.dst); err != nil {
+			return err
+		}
+	}
+	if x.exitCode.Valid {
+		c := int(x.exitCode.Int64)
+		x.e.ExitCode = &c
+	}
+	x.e.QueuedAt = fromMillis(x.queued)
+	x.e.StartedAt = timePtr(x.started)
+	x.e.FinishedAt = timePtr(x.finished)
+	x.e.LeaseUntil = timePtr(x.lease)
+	*e = x.e
+	return nil
+}
+
+// nullJSON is the parameter for a nullable JSON list: NULL for nil (not recorded).
+func nullJSON(v []string) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	j, err := marshalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return j[0], nil
 }
 
 func nullInt(p *int) any {
@@ -73,17 +123,21 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	if err != nil {
 		return err
 	}
+	indexes, err := nullJSON(e.ReportIndexes)
+	if err != nil {
+		return err
+	}
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
 		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
 			nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-			j[2], j[3], j[4], e.ReportBytes, j[5])
+			j[2], j[3], j[4], e.ReportBytes, j[5], indexes)
 		if err != nil {
 			return err
 		}
@@ -111,7 +165,8 @@ func (r executionRepo) GetByID(ctx context.Context, id string) (*domain.Executio
 // List returns a page of the organization's executions, newest queued first, and the number
 // of executions matching the filter. Limit <= 0 means no limit; a negative offset is 0. The
 // page and the total are two statements, not one snapshot: a run queued between them may be
-// counted and not listed.
+// counted and not listed. A page that ends before its limit tells the total itself, which then
+// costs no count.
 func (r executionRepo) List(ctx context.Context, orgID string, f store.ExecutionFilter) ([]domain.Execution, int, error) {
 	where := []string{"organization_id = ?"}
 	args := []any{orgID}
@@ -130,22 +185,159 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 		args = append(args, f.Image)
 	}
 	cond := strings.Join(where, " AND ")
-	total, err := r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE `+cond, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	q := `SELECT ` + listColumns + ` FROM executions WHERE ` + cond + ` ORDER BY queued_at DESC, id DESC`
 	limit := int64(f.Limit)
 	if limit <= 0 {
 		limit = math.MaxInt64 // SQLite takes no OFFSET without a LIMIT, PostgreSQL no negative LIMIT
 	}
-	q += ` LIMIT ? OFFSET ?`
-	args = append(args, limit, max(f.Offset, 0))
-	execs, err := list(ctx, r.s, scanExecution, q, args...)
+	// CAST: SQLite re-plans a statement whose bare LIMIT or OFFSET parameter changes (it may
+	// use the value), which would undo the prepared statement on every page.
+	const window = ` ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT) OFFSET CAST(? AS BIGINT)`
+	offset := max(f.Offset, 0)
+	pageArgs := append(args[:len(args):len(args)], limit, offset)
+	execs, err := r.cachedPage(ctx, orgID, `SELECT id FROM executions WHERE `+cond+window, pageArgs)
+	if err == errUncached {
+		execs, err = r.page(ctx, `SELECT `+listColumns+` FROM executions WHERE `+cond+window, min(limit, 100), pageArgs...)
+		for i := 0; i < len(execs) && r.s.tx == nil; i++ {
+			r.s.finalRuns.put(&execs[i])
+		}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if n := len(execs); int64(n) < limit && (n > 0 || offset == 0) {
+		return execs, offset + n, nil
+	}
+	total, err := r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE `+cond, args...)
 	if err != nil {
 		return nil, 0, err
 	}
 	return execs, total, nil
+}
+
+// errUncached: cachedPage cannot serve the page; read it whole.
+var errUncached = errors.New("sqlstore: page not cached")
+
+// maxFetchedMisses is the most runs of a page that cachedPage reads one by one.
+const maxFetchedMisses = 4
+
+// cachedPage serves a page from finalRuns: it reads the page's IDs (from the index alone when
+// the filter is the organization's), takes the runs that are cached and reads the few that are
+// not (runs still going, mostly) by ID. errUncached when more are missing, or inside a
+// transaction (which may not commit what it reads).
+func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, args []any) ([]domain.Execution, error) {
+	c := r.s.finalRuns
+	if c == nil || r.s.tx != nil {
+		return nil, errUncached
+	}
+	rows, err := r.s.on(idQuery).QueryContext(ctx, r.s.d.rebind(idQuery), args...)
+	if err != nil {
+		return nil, r.s.mapErr(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Execution, len(ids))
+	var missing []int
+	for i, id := range ids {
+		if !c.get(id, &out[i]) {
+			if missing = append(missing, i); len(missing) > maxFetchedMisses {
+				return nil, errUncached
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	x := newExecRow()
+	q := `SELECT ` + listColumns + ` FROM executions WHERE organization_id = ? AND id = ?`
+	gone := false
+	for _, i := range missing {
+		err := x.scan(r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, ids[i]), &out[i])
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // deleted since: no longer listed
+			gone = true
+		case err != nil:
+			return nil, r.s.mapErr(err)
+		default:
+			c.put(&out[i])
+		}
+	}
+	if gone {
+		out = slices.DeleteFunc(out, func(e domain.Execution) bool { return e.ID == "" })
+	}
+	return out, nil
+}
+
+// finalRuns keeps the list rows of runs in a final status. Such a row never changes: every
+// write to a run is conditioned on a status before the final ones, and Delete removes it (its
+// ID is never reused). A cached row therefore never goes stale, on any replica, and a page of
+// finished runs costs a query of their IDs. Its IDs come from the caller's organization's own
+// query, so no run is ever read across organizations. The slices of a row are shared by the
+// copies handed out: callers do not change them.
+type finalRuns struct {
+	mu sync.RWMutex
+	m  map[string]domain.Execution
+}
+
+// maxFinalRuns bounds the cache: a few megabytes.
+const maxFinalRuns = 4096
+
+func newFinalRuns() *finalRuns { return &finalRuns{m: make(map[string]domain.Execution)} }
+
+// get copies the cached run id into e.
+func (c *finalRuns) get(id string, e *domain.Execution) bool {
+	c.mu.RLock()
+	v, ok := c.m[id]
+	c.mu.RUnlock()
+	if ok {
+		*e = v
+	}
+	return ok
+}
+
+// put keeps e if it is final; past the bound an arbitrary run makes room.
+func (c *finalRuns) put(e *domain.Execution) {
+	if c == nil || !e.Status.Final() || e.ID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[e.ID]; !ok && len(c.m) >= maxFinalRuns {
+		for id := range c.m {
+			delete(c.m, id)
+			break
+		}
+	}
+	c.m[e.ID] = *e
+}
+
+// page scans a list query's rows straight into a slice sized for them: an Execution is a few
+// hundred bytes, which growing a slice and copying through a pointer per row paid for again.
+func (r executionRepo) page(ctx context.Context, query string, sizeHint int64, args ...any) ([]domain.Execution, error) {
+	rows, err := r.s.on(query).QueryContext(ctx, r.s.d.rebind(query), args...)
+	if err != nil {
+		return nil, r.s.mapErr(err)
+	}
+	defer rows.Close()
+	out := make([]domain.Execution, 0, sizeHint)
+	x := newExecRow()
+	for rows.Next() {
+		out = append(out, domain.Execution{})
+		if err := x.scan(rows, &out[len(out)-1]); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
 }
 
 // placeholders returns "?, ?, …" for n parameters.
@@ -155,7 +347,7 @@ func placeholders(n int) string {
 
 // CountSince counts the organization's runs queued at or after since.
 func (r executionRepo) CountSince(ctx context.Context, orgID string, since time.Time) (int, error) {
-	// The ledger, not the executions table: a deleted run still counts (DECISIONS 11).
+	// The ledger, not the executions table: a deleted run still counts against maxTestRuns.
 	return r.s.count(ctx, `SELECT COUNT(*) FROM run_ledger WHERE organization_id = ? AND queued_at >= ?`,
 		orgID, millis(since))
 }
@@ -286,6 +478,10 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 	if err != nil {
 		return err
 	}
+	indexes, err := nullJSON(f.ReportIndexes)
+	if err != nil {
+		return err
+	}
 	ending := `finished_at = ?, lease_until = NULL`
 	endArg := any(millis(f.FinishedAt))
 	if f.Status == domain.ExecAnalyzing {
@@ -293,9 +489,9 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 		endArg = nil
 	}
 	return r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, exit_code = ?,
-		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, `+ending+`
+		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, report_indexes = ?, `+ending+`
 		WHERE id = ? AND runner_id = ? AND status IN (?, ?)`,
-		f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], endArg,
+		f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes, endArg,
 		id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)
 }
 

@@ -64,7 +64,10 @@ func (r logRepo) ReadFrom(ctx context.Context, executionID string, from, limit i
 		q += ` AND byte_offset < ?`
 		args = append(args, from+limit)
 	}
-	rows, err := r.s.q.QueryContext(ctx, r.s.d.rebind(q+` ORDER BY byte_offset`), args...)
+	q += ` ORDER BY byte_offset`
+	// The read pool: a log streams to a client at the client's pace, which must not hold the
+	// writer.
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), args...)
 	if err != nil {
 		return 0, r.s.mapErr(err)
 	}

@@ -3,6 +3,9 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"verdict/internal/domain"
 	"verdict/internal/store"
@@ -105,9 +108,87 @@ func marshalJSON(values ...any) ([]string, error) {
 // unmarshalJSON decodes pairs of (column text, destination pointer).
 func unmarshalJSON(pairs ...any) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
-		if err := json.Unmarshal([]byte(pairs[i].(string)), pairs[i+1]); err != nil {
+		if err := decodeJSON(pairs[i].(string), pairs[i+1]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// decodeJSON decodes a column's JSON text into dst. What rows hold the most of, lists of plain
+// strings, run summaries and empty test lists, skip the JSON decoder: listing runs decodes
+// several per row.
+func decodeJSON(text string, dst any) error {
+	switch dst := dst.(type) {
+	case *[]string:
+		if v, ok := plainStrings(text); ok {
+			*dst = v
+			return nil
+		}
+	case *domain.Summary:
+		if v, ok := plainSummary(text); ok {
+			*dst = v
+			return nil
+		}
+	case *[]domain.TestResult:
+		if text == "[]" {
+			*dst = []domain.TestResult{}
+			return nil
+		}
+	}
+	return json.Unmarshal([]byte(text), dst)
+}
+
+// plainStrings decodes a JSON array of strings as json.Marshal writes it, when no string needs
+// an escape (then no element holds a quote, and `","` only separates). Anything else (escapes,
+// control characters, spaces, invalid UTF-8, which the decoder would replace) is left to the
+// decoder: false.
+func plainStrings(text string) ([]string, bool) {
+	if text == "[]" {
+		return []string{}, true
+	}
+	if len(text) < 4 || text[:2] != `["` || text[len(text)-2:] != `"]` || !utf8.ValidString(text) {
+		return nil, false
+	}
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c == '\\' || c < 0x20 {
+			return nil, false
+		}
+	}
+	out := strings.Split(text[2:len(text)-2], `","`)
+	for _, s := range out {
+		if strings.IndexByte(s, '"') >= 0 {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// plainSummary decodes a Summary as json.Marshal writes it (its fields in order, counts without
+// sign or leading zero); false for anything else, which is left to the decoder.
+func plainSummary(text string) (domain.Summary, bool) {
+	var v domain.Summary
+	rest := text
+	for _, f := range [...]struct {
+		key string
+		dst *int
+	}{{`{"total":`, &v.Total}, {`,"passed":`, &v.Passed}, {`,"failed":`, &v.Failed}, {`,"skipped":`, &v.Skipped}, {`,"flaky":`, &v.Flaky}} {
+		var ok bool
+		if rest, ok = strings.CutPrefix(rest, f.key); !ok {
+			return v, false
+		}
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || (i > 1 && rest[0] == '0') {
+			return v, false
+		}
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil {
+			return v, false
+		}
+		*f.dst, rest = n, rest[i:]
+	}
+	return v, rest == "}"
 }

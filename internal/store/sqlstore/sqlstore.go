@@ -31,11 +31,21 @@ import (
 var migrations embed.FS
 
 // Store is a store.Store on one database. Inside InTx it is bound to that transaction.
+//
+// On SQLite it holds two pools on the file: one writer connection, since SQLite takes one
+// writer at a time (a second would only wait in busy_timeout, blind to its context, where
+// database/sql's queue for the connection honours it), and several read-only connections, which
+// WAL lets read beside the writer and each other. A statement runs on the read pool when it is a
+// SELECT outside a transaction (see on). On PostgreSQL both are the same pool.
 type Store struct {
-	db *sql.DB
-	d  *dialect
-	q  querier // db, or tx inside InTx
-	tx *sql.Tx
+	db  *sql.DB // the writer; migrations, transactions and writes
+	rdb *sql.DB // the read pool (db on PostgreSQL)
+	d   *dialect
+	q   querier // db, or tx inside InTx
+	r   querier // the read pool (through cached statements on SQLite), or tx inside InTx
+	tx  *sql.Tx
+
+	finalRuns *finalRuns // list rows of finished runs, which never change
 
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
 }
@@ -94,13 +104,33 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// SQLite runs in-process, so connections beyond the cores add little; but a writer
-	// waiting for the lock holds a connection, so keep some spare for readers. Idle
-	// connections are kept: reopening one re-runs the pragmas.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	st, err := newStore(ctx, db, sqliteDialect) // opens the file and sets WAL before readers come
+	if err != nil {
+		return nil, err
+	}
+	// Readers: query_only makes a write that strays here fail rather than contend with the
+	// writer. SQLite runs in-process, so readers beyond a couple per core add little but memory
+	// (a page cache each). Idle connections are kept: reopening one re-runs the pragmas and
+	// loses its prepared statements.
+	rdb, err := sql.Open("sqlite", path+"?"+url.Values{
+		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "query_only(1)"},
+	}.Encode())
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	n := max(4, 2*runtime.GOMAXPROCS(0))
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	return newStore(ctx, db, sqliteDialect)
+	rdb.SetMaxOpenConns(n)
+	rdb.SetMaxIdleConns(n)
+	if err := rdb.PingContext(ctx); err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: connect to sqlite readers: %w", err)
+	}
+	st.rdb, st.r = rdb, newStmtCache(rdb)
+	return st, nil
 }
 
 // privateFiles makes the database file and its -wal and -shm files readable by the service
@@ -148,7 +178,7 @@ func newStore(ctx context.Context, db *sql.DB, d *dialect) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: connect to %s: %w", d.name, err)
 	}
-	return &Store{db: db, d: d, q: db}, nil
+	return &Store{db: db, rdb: db, d: d, q: db, r: db, finalRuns: newFinalRuns()}, nil
 }
 
 // Migrate applies the embedded migrations of the store's dialect that the database lacks. On
@@ -199,7 +229,14 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return errors.New("sqlstore: Close inside a transaction")
 	}
-	return s.db.Close()
+	if c, ok := s.r.(*stmtCache); ok {
+		c.close()
+	}
+	var err error
+	if s.rdb != s.db {
+		err = s.rdb.Close()
+	}
+	return errors.Join(err, s.db.Close())
 }
 
 // InTx runs fn in one transaction, committed when fn returns nil and rolled back otherwise
@@ -217,7 +254,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return err
 	}
 	defer tx.Rollback() // no-op after Commit
-	if err := fn(&Store{db: s.db, d: s.d, q: tx, tx: tx, mailBox: s.mailBox}); err != nil {
+	if err := fn(&Store{db: s.db, rdb: s.rdb, d: s.d, q: tx, r: tx, tx: tx, mailBox: s.mailBox}); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -262,15 +299,24 @@ func (s *Store) execOne(ctx context.Context, query string, args ...any) error {
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
+// on is where query runs: a SELECT outside a transaction on the read pool, anything else
+// (writes, UPDATE … RETURNING, and everything inside InTx) on the writer or the transaction.
+func (s *Store) on(query string) querier {
+	if s.tx == nil && strings.HasPrefix(strings.TrimLeft(query, " \t\n"), "SELECT") {
+		return s.r
+	}
+	return s.q
+}
+
 // get runs a query for one row and scans it.
 func get[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) (*T, error) {
-	v, err := scan(s.q.QueryRowContext(ctx, s.d.rebind(query), args...))
+	v, err := scan(s.on(query).QueryRowContext(ctx, s.d.rebind(query), args...))
 	return v, s.mapErr(err)
 }
 
 // list runs a query and scans every row; never nil, so it encodes as [] rather than null.
 func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) ([]T, error) {
-	rows, err := s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	rows, err := s.on(query).QueryContext(ctx, s.d.rebind(query), args...)
 	if err != nil {
 		return nil, s.mapErr(err)
 	}
@@ -289,7 +335,7 @@ func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), 
 // count runs a SELECT COUNT(*).
 func (s *Store) count(ctx context.Context, query string, args ...any) (int, error) {
 	var n int
-	err := s.q.QueryRowContext(ctx, s.d.rebind(query), args...).Scan(&n)
+	err := s.on(query).QueryRowContext(ctx, s.d.rebind(query), args...).Scan(&n)
 	return n, s.mapErr(err)
 }
 

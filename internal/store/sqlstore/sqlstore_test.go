@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -71,24 +72,29 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 	}
 }
 
-// TestSQLiteConnectionSettings checks the settings every pooled connection must have.
+// TestSQLiteConnectionSettings checks the settings every pooled connection must have: the one
+// writer, and the readers, which are read-only.
 func TestSQLiteConnectionSettings(t *testing.T) {
 	s := testSQLite(t)
 	ctx := context.Background()
+	if n := s.db.Stats().MaxOpenConnections; n != 1 {
+		t.Errorf("writer pool of %d connections, want 1", n)
+	}
 	// Hold several connections at once so the check covers more than the first one.
-	conns := make([]interface{ Close() error }, 0, 3)
+	conns := make([]interface{ Close() error }, 0, 4)
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
-	for range 3 {
-		c, err := s.db.Conn(ctx)
+	check := func(db *sql.DB, want map[string]string) {
+		t.Helper()
+		c, err := db.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
-		for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "5000"} {
+		for pragma, want := range want {
 			var got string
 			if err := c.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
 				t.Fatal(err)
@@ -97,6 +103,46 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 				t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
 			}
 		}
+	}
+	check(s.db, map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "5000", "query_only": "0"})
+	for range 3 {
+		check(s.rdb, map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "query_only": "1"})
+	}
+}
+
+// TestSQLiteReadPool: SELECTs outside a transaction run on the read pool, through prepared
+// statements, also while a transaction holds the writer; a write never lands there.
+func TestSQLiteReadPool(t *testing.T) {
+	s := testSQLite(t)
+	ctx := context.Background()
+	org := &domain.Organization{Name: "Acme", Slug: "acme", Plan: domain.PlanFree, CreatedAt: time.Now()}
+	if err := s.Organizations().Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil) // the only writer connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for range 3 {
+		if _, err := s.Organizations().Get(rctx, org.ID); err != nil {
+			t.Fatalf("a read while the writer is held: %v", err)
+		}
+	}
+	if _, err := s.rdb.ExecContext(ctx, `UPDATE organizations SET name = 'x'`); err == nil {
+		t.Error("the read pool took a write")
+	}
+	c := s.r.(*stmtCache)
+	c.mu.RLock()
+	n := len(c.m)
+	c.mu.RUnlock()
+	if n != 1 {
+		t.Errorf("%d statements cached after one query three times, want 1", n)
+	}
+	if s.on("UPDATE executions SET status = ? RETURNING id") != s.q || s.on("\n\tSELECT 1") != s.r {
+		t.Error("on: a write goes to the writer, a SELECT to the read pool")
 	}
 }
 

@@ -228,6 +228,7 @@ func testExecutions(t *testing.T, open Opener) {
 				{Name: "searches", Suite: "search", Status: domain.TestFlaky, DurationMs: 800, Retries: 2},
 			}
 			e.ReportDirs, e.ReportBytes, e.Notes = []string{"playwright-report"}, 123456789, []string{"reports dropped"}
+			e.ReportIndexes = []string{"playwright-report"}
 		})
 		equal(t, "Get every field", f.getRun(o.ID, full.TaskID), full)
 		byID, err := f.s.Executions().GetByID(f.ctx, full.ID)
@@ -323,6 +324,47 @@ func testExecutions(t *testing.T, open Opener) {
 
 		equal(t, "A's pending run untouched", f.getRun(a.ID, pending.TaskID), pending)
 		equal(t, "A's running run untouched", f.getRun(a.ID, running.TaskID), running)
+	})
+
+	// Lists always show runs as they are now, however often they are read: a run that
+	// finishes, is cancelled or deleted shows so in the next list (stores may keep the rows of
+	// finished runs, which never change).
+	t.Run("ListShowsEveryChange", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanTeam)
+		ex := f.s.Executions()
+		var runs []*domain.Execution // oldest first: two finished, then two going
+		for i := range 4 {
+			runs = append(runs, f.runWith(o.ID, base.Add(time.Duration(i)*time.Minute), func(e *domain.Execution) {
+				if i < 2 {
+					e.Status, e.FinishedAt, e.ExitCode = domain.ExecPassed, ptr(base.Add(time.Hour)), ptr(0)
+				}
+			}))
+		}
+		f.claim("r1", base, oneSlot) // runs[2]
+		list := func(what string, want ...*domain.Execution) {
+			t.Helper()
+			for range 2 { // twice: the second read may come from what the first kept
+				got, total, err := ex.List(f.ctx, o.ID, store.ExecutionFilter{Limit: 10})
+				must(t, err)
+				wantRows := make([]domain.Execution, len(want))
+				for i, w := range want {
+					wantRows[i] = *f.getRun(o.ID, w.TaskID)
+					wantRows[i].Tests, wantRows[i].EnvCipher, wantRows[i].ReportFolders = []domain.TestResult{}, "", []string{}
+				}
+				equal(t, what, got, wantRows)
+				equal(t, what+" total", total, len(want))
+			}
+		}
+		list("first", runs[3], runs[2], runs[1], runs[0])
+		must(t, ex.Finish(f.ctx, runs[2].ID, "r1", passed(base.Add(2*time.Hour))))
+		_, err := ex.RequestCancel(f.ctx, o.ID, runs[3].TaskID, base.Add(2*time.Hour))
+		must(t, err)
+		list("after a finish and a cancel", runs[3], runs[2], runs[1], runs[0])
+		must(t, ex.Delete(f.ctx, o.ID, runs[1].TaskID))
+		list("after a delete", runs[3], runs[2], runs[0])
+		again := f.runWith(o.ID, base.Add(time.Hour), func(e *domain.Execution) { e.TaskID = runs[1].TaskID })
+		list("a new run with a deleted one's taskId", again, runs[3], runs[2], runs[0])
 	})
 
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
@@ -906,12 +948,13 @@ func testLeases(t *testing.T, open Opener) {
 			Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
 			Tests: []domain.TestResult{{Name: "a", Status: domain.TestPassed}, {Name: "b", Status: domain.TestFailed,
 				Error: "boom"}},
-			ReportDirs: []string{"junit"}, ReportBytes: 2048, Notes: []string{"n1"}}
+			ReportDirs: []string{"junit"}, ReportIndexes: []string{}, ReportBytes: 2048, Notes: []string{"n1"}}
 		must(t, ex.Finish(f.ctx, e.ID, "r1", analysis))
 		got := f.getRun(o.ID, e.TaskID)
 		want := *running
 		want.Status, want.ExitCode, want.Summary, want.Tests = domain.ExecAnalyzing, ptr(1), analysis.Summary, analysis.Tests
 		want.ReportDirs, want.ReportBytes, want.Notes = analysis.ReportDirs, analysis.ReportBytes, analysis.Notes
+		want.ReportIndexes = []string{} // recorded, and none: told apart from nil, not recorded
 		equal(t, "ANALYZING run", got, &want)
 		_, err := ex.Heartbeat(f.ctx, e.ID, "r1", base.Add(time.Hour))
 		must(t, err)
@@ -919,18 +962,20 @@ func testLeases(t *testing.T, open Opener) {
 
 		end := base.Add(2 * time.Minute)
 		final := store.Finish{Status: domain.ExecFailed, Error: "1 test failed", ExitCode: ptr(1), FinishedAt: end,
-			Summary: analysis.Summary, Tests: analysis.Tests, ReportDirs: analysis.ReportDirs, ReportBytes: 2048,
-			Notes: []string{"n1", "analysis: flaky selector"}}
+			Summary: analysis.Summary, Tests: analysis.Tests, ReportDirs: analysis.ReportDirs, ReportIndexes: []string{"junit"},
+			ReportBytes: 2048, Notes: []string{"n1", "analysis: flaky selector"}}
 		wantErr(t, "final Finish by another runner", ex.Finish(f.ctx, e.ID, "r2", final), store.ErrNotFound)
 		must(t, ex.Finish(f.ctx, e.ID, "r1", final))
 		want.Status, want.Error, want.FinishedAt, want.LeaseUntil, want.Notes = domain.ExecFailed, "1 test failed",
 			ptr(end), nil, final.Notes
+		want.ReportIndexes = final.ReportIndexes
 		equal(t, "finished run", f.getRun(o.ID, e.TaskID), &want)
-		// Lists leave the tests out; everything else is as Get shows it.
+		// Lists leave out the tests and what only the run plane reads; everything else is as Get
+		// shows it.
 		listed, _, err := ex.List(f.ctx, o.ID, store.ExecutionFilter{})
 		must(t, err)
 		withoutTests := want
-		withoutTests.Tests = []domain.TestResult{}
+		withoutTests.Tests, withoutTests.EnvCipher, withoutTests.ReportFolders = []domain.TestResult{}, "", []string{}
 		equal(t, "listed run", listed, []domain.Execution{withoutTests})
 		wantErr(t, "Finish twice", ex.Finish(f.ctx, e.ID, "r1", passed(end)), store.ErrNotFound)
 		_, err = ex.Heartbeat(f.ctx, e.ID, "r1", base.Add(time.Hour))

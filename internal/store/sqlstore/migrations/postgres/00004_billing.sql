@@ -1,5 +1,5 @@
 -- Billing: the webhook log that makes each payment-provider event take effect once
--- (DECISIONS 21), and the record of usage alerts already raised, so each threshold of each
+-- (by its event ID), and the record of usage alerts already raised, so each threshold of each
 -- resource alerts once per billing period however many replicas see it cross.
 
 -- +goose Up

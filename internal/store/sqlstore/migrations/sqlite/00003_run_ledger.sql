@@ -1,5 +1,5 @@
 -- The run ledger: one row per queued run, never deleted with the run, so that deleting an
--- execution does not give its run back to the billing period's maxTestRuns (DECISIONS 11).
+-- execution does not give its run back to the billing period's maxTestRuns.
 
 -- +goose Up
 CREATE TABLE run_ledger (

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Read-path benchmark of the real binary: cold start to /healthz, idle memory, and the
+# authenticated list GET /api/executions?limit=25 under load, against a bare net/http handler
+# that checks a bearer header and writes a body of the same size. SQLite first, then
+# PostgreSQL. Each figure is printed next to its target. The load generator is
+# internal/tools/loadgen (it also seeds the database directly: organizations, their admins and
+# finished runs, with a session token per admin).
+#
+#   scripts/bench.sh                                  # about 2 minutes, then scripts/bench-runs.sh
+#   BENCH_DURATION=20s BENCH_RUNS=0 scripts/bench.sh  # longer samples, without the run benchmarks
+#
+# Settings: BENCH_CLIENTS (32), BENCH_DURATION (10s per sample), BENCH_WARMUP (2s), BENCH_ORGS
+# (100), BENCH_RUNS_PER_ORG (100), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
+# database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
+# PostgreSQL part is skipped), BENCH_TIMEOUT (300 s for this script's own part), BENCH_RUNS=0
+# to skip scripts/bench-runs.sh, VERDICT_BIN and BENCH_LOADGEN to use prebuilt binaries.
+#
+# Figures depend on the machine and on what else runs on it: the load average is printed with
+# them. Verdict runs without a runner (VERDICT_RUNNER=none), without Redis (in-memory rate
+# limits), and with the executions bucket raised (VERDICT_RATE_LIMITS) so the load measures
+# the read path rather than 429s. Everything started is stopped on exit; the script exits
+# non-zero if a server fails to start.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+CLIENTS=${BENCH_CLIENTS:-32}
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-2s}
+ORGS=${BENCH_ORGS:-100}
+RUNS_PER_ORG=${BENCH_RUNS_PER_ORG:-100}
+TIMEOUT=${BENCH_TIMEOUT:-300}
+PG_SERVER=${BENCH_POSTGRES:-${DATABASE_URL:-${VERDICT_TEST_POSTGRES:-}}}
+ROUTE="/api/executions?limit=25"
+
+work=$(mktemp -d /tmp/verdict-bench.XXXXXX)
+pids=()
+pgdbs=()
+watchdog=
+
+cleanup() {
+	local rc=$?
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	pids=()
+	for p in "${pgdbs[@]}"; do
+		"$LOADGEN" pgdb drop "$p" >/dev/null 2>&1 || echo "bench: could not drop $p" >&2
+	done
+	pgdbs=()
+	[[ -z $watchdog ]] || kill "$watchdog" 2>/dev/null || true
+	rm -rf "$work"
+	return "$rc"
+}
+trap cleanup EXIT
+trap 'echo "bench: interrupted" >&2; exit 130' INT TERM
+
+die() {
+	echo "bench: ERROR: $*" >&2
+	exit 1
+}
+
+# The script's own part is bounded: past TIMEOUT seconds it is stopped (and cleans up).
+(
+	sleep "$TIMEOUT" &
+	sp=$!
+	trap 'kill $sp 2>/dev/null; exit 0' TERM
+	wait "$sp" && echo "bench: timed out after ${TIMEOUT}s" >&2 && kill -TERM $$
+) &
+watchdog=$!
+
+echo "== building"
+VERDICT=${VERDICT_BIN:-}
+LOADGEN=${BENCH_LOADGEN:-}
+if [[ -z $VERDICT ]]; then
+	VERDICT=$work/verdict
+	go build -o "$VERDICT" ./cmd/verdict
+fi
+if [[ -z $LOADGEN ]]; then
+	LOADGEN=$work/loadgen
+	go build -o "$LOADGEN" ./internal/tools/loadgen
+fi
+
+JWT_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+ENCRYPTION_KEY=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+export JWT_SECRET ENCRYPTION_KEY
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# start_verdict NAME DATA_DIR [DATABASE_URL]: starts the binary, waits for /healthz, and sets
+# PID, URL and COLD_MS. A server that does not come up fails the script with its log.
+start_verdict() {
+	local name=$1 dir=$2 db=${3:-} port log t0
+	port=$("$LOADGEN" port)
+	log=$work/$name.log
+	t0=$(date +%s%N)
+	env -u REDIS_URL VERDICT_ADDR=127.0.0.1:$port VERDICT_DATA_DIR="$dir" DATABASE_URL="$db" \
+		VERDICT_RUNNER=none VERDICT_LOG_LEVEL=warn VERDICT_RATE_LIMITS="executions=1000000000/1m" \
+		"$VERDICT" serve >"$log" 2>&1 &
+	PID=$!
+	pids+=("$PID")
+	URL=http://127.0.0.1:$port
+	if ! COLD_MS=$("$LOADGEN" wait -url "$URL/healthz" -since "$t0" -timeout 60s -pid "$PID"); then
+		echo "--- $log" >&2
+		tail -n 30 "$log" >&2
+		die "$name: the server did not start"
+	fi
+}
+
+# stop PID: stops one process this script started.
+stop() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	local p keep=()
+	for p in "${pids[@]}"; do
+		[[ $p == "$1" ]] || keep+=("$p")
+	done
+	pids=("${keep[@]}")
+}
+
+rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+hwm_mb() { awk '/^VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+
+# field LINE KEY: a key=value figure of a loadgen run line.
+field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2}'; }
+
+# verdict: "PASS" or "MISS" for a figure against its target (op is < or >=).
+check() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == "<") ? v < t : v >= t; print ok ? "PASS" : "MISS" }'; }
+
+# bench_db NAME [DATABASE_URL]: seeds, starts Verdict, runs the bare handler and Verdict under
+# the same load, and prints the figures with their targets.
+bench_db() {
+	local name=$1 db=${2:-} size bare_addr bare_pid b v ratio
+	local dir=$work/$1 tokens=$work/$1.tokens
+	mkdir -p "$dir"
+	echo "== $name: seeding $ORGS organizations x $RUNS_PER_ORG runs"
+	local s0=$SECONDS
+	"$LOADGEN" seed -db "$db" -data "$dir" -orgs "$ORGS" -runs "$RUNS_PER_ORG" -jwt-secret "$JWT_SECRET" -tokens "$tokens"
+	echo "   seeded in $((SECONDS - s0)) s"
+	start_verdict "$name" "$dir" "$db"
+	local vpid=$PID
+	size=$(curl -sf -o /dev/null -w '%{size_download}' -H "Authorization: Bearer $(head -n1 "$tokens")" "$URL$ROUTE") ||
+		die "$name: GET $ROUTE failed"
+	"$LOADGEN" bare -size "$size" -addr-file "$work/bare.addr" &
+	bare_pid=$!
+	pids+=("$bare_pid")
+	for _ in $(seq 100); do [[ -s $work/bare.addr ]] && break; sleep 0.05; done
+	bare_addr=$(cat "$work/bare.addr")
+	rm -f "$work/bare.addr"
+
+	echo "== $name: GET $ROUTE, $CLIENTS clients, $DURATION each (load average before: $(loadavg))"
+	b=$("$LOADGEN" run -url "http://$bare_addr$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP")
+	stop "$bare_pid"
+	v=$("$LOADGEN" run -url "$URL$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP")
+	local after_rss after_hwm
+	after_rss=$(rss_mb "$vpid")
+	after_hwm=$(hwm_mb "$vpid")
+	stop "$vpid"
+	ratio=$(awk -v v="$(field "$v" rps)" -v b="$(field "$b" rps)" 'BEGIN { printf "%.1f", (b > 0 ? 100 * v / b : 0) }')
+	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s   body %s B\n' \
+		"bare net/http" "$(field "$b" rps)" "$(field "$b" p50_ms)" "$(field "$b" p99_ms)" "$(field "$b" errors)" "$(field "$b" body_bytes)"
+	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s   body %s B\n' \
+		"verdict ($name)" "$(field "$v" rps)" "$(field "$v" p50_ms)" "$(field "$v" p99_ms)" "$(field "$v" errors)" "$(field "$v" body_bytes)"
+	printf '   %-22s %8s %%        target >= 40 %%    %s\n' "throughput ratio" "$ratio" "$(check "$ratio" ">=" 40)"
+	printf '   %-22s %8s ms       target < 10 ms    %s\n' "p99" "$(field "$v" p99_ms)" "$(check "$(field "$v" p99_ms)" "<" 10)"
+	printf '   %-22s %8s ms\n' "p50" "$(field "$v" p50_ms)"
+	printf '   %-22s %8s MB (peak %s MB)\n' "RSS after the load" "$after_rss" "$after_hwm"
+	echo "   load average after: $(loadavg)"
+	if [[ $(field "$v" errors) != 0 ]]; then
+		echo "   (verdict answered errors; see $name.log)"
+	fi
+}
+
+echo "== cold start and idle memory (fresh SQLite data folder, migrations included; 3 starts)"
+colds=()
+rsss=()
+for i in 1 2 3; do
+	start_verdict "cold$i" "$work/cold$i"
+	colds+=("$COLD_MS")
+	sleep 2
+	rsss+=("$(rss_mb "$PID")")
+	stop "$PID"
+done
+median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+printf '   %-22s %8s ms       (starts: %s)  baseline ~110 ms\n' "cold start to /healthz" "$(median "${colds[@]}")" "${colds[*]}"
+printf '   %-22s %8s MB       (starts: %s)  baseline ~35 MB\n' "idle RSS" "$(median "${rsss[@]}")" "${rsss[*]}"
+
+bench_db sqlite
+
+if [[ -n $PG_SERVER ]]; then
+	pgdb=$("$LOADGEN" pgdb create "$PG_SERVER") || die "cannot create a PostgreSQL database on the server"
+	pgdbs+=("$pgdb")
+	bench_db postgres "$pgdb"
+else
+	echo "== postgres: skipped (set BENCH_POSTGRES, DATABASE_URL or VERDICT_TEST_POSTGRES)"
+fi
+
+# This script's part is done: the run benchmarks keep their own bounds.
+kill "$watchdog" 2>/dev/null || true
+watchdog=
+if [[ ${BENCH_RUNS:-1} != 0 && -x scripts/bench-runs.sh ]]; then
+	echo "== scripts/bench-runs.sh"
+	scripts/bench-runs.sh
+fi

@@ -147,17 +147,6 @@ func at(p syntax.Pos) string {
 	return fmt.Sprintf("column %d", p.Col())
 }
 
-// SplitCommand is ParseCommand for the runner, which only sees commands validated when the run
-// was queued. A command that does not parse (queued before that validation) is kept whole as
-// one word, so the container fails to start rather than running something else.
-func SplitCommand(s string) []string {
-	words, err := ParseCommand(s)
-	if err != nil {
-		return []string{s}
-	}
-	return words
-}
-
 // HostAlias is the name under which a run's container reaches the host.
 const HostAlias = "host.docker.internal"
 

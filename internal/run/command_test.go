@@ -114,16 +114,6 @@ func TestParseCommandMatchesShell(t *testing.T) {
 	}
 }
 
-func TestSplitCommand(t *testing.T) {
-	if got := SplitCommand(`pytest -k "not slow"`); !slices.Equal(got, []string{"pytest", "-k", "not slow"}) {
-		t.Errorf("SplitCommand = %q", got)
-	}
-	// A command queued before validation stays whole, so it cannot run as something else.
-	if got := SplitCommand(`pytest -k "not slow`); !slices.Equal(got, []string{`pytest -k "not slow`}) {
-		t.Errorf("SplitCommand of a malformed command = %q", got)
-	}
-}
-
 // FuzzCommand: ParseCommand never panics; an accepted command that is not blank gives a
 // non-empty list of words with a non-empty program name, free of NUL; and the words, quoted
 // back for a POSIX shell, parse to the same words.

@@ -209,9 +209,9 @@ func TestPumpLogsMasksBeforeCutting(t *testing.T) {
 	}
 }
 
-func TestSplitCommandAndContainerURL(t *testing.T) {
-	if got := SplitCommand(`pytest -q -k "not slow" 'a b' c\ d`); strings.Join(got, "|") != `pytest|-q|-k|not slow|a b|c d` {
-		t.Fatalf("split %q", got)
+func TestParseCommandAndContainerURL(t *testing.T) {
+	if got, err := ParseCommand(`pytest -q -k "not slow" 'a b' c\ d`); err != nil || strings.Join(got, "|") != `pytest|-q|-k|not slow|a b|c d` {
+		t.Fatalf("split %q, %v", got, err)
 	}
 	for in, want := range map[string]string{
 		"http://127.0.0.1:3000/x": "http://host.docker.internal:3000/x",

@@ -287,7 +287,12 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 		log.Warn("preparing the image failed", "image", e.Image, "err", err)
 		return fail("the Docker engine could not prepare image %q", e.Image)
 	}
-	id, err := r.Backend.Start(ctx, r.spec(e, env))
+	spec, err := r.spec(e, env)
+	if err != nil {
+		// Commands are checked when runs are queued; one queued before that check may not parse.
+		return fail("the command could not be read: %v", err)
+	}
+	id, err := r.Backend.Start(ctx, spec)
 	if err != nil {
 		if ended := endedBy(ctx); ended != nil {
 			return *ended
@@ -375,10 +380,9 @@ func endedBy(ctx context.Context) *store.Finish {
 }
 
 // spec builds the container of a run: the container contract exactly (docs/architecture.md),
-// plus the run's
-// variables. `command`, when given, replaces the image's entrypoint; the folder stays its
-// first argument.
-func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
+// plus the run's variables. `command`, when given, replaces the image's entrypoint; the folder
+// stays its first argument.
+func (r *Runner) spec(e *domain.Execution, env RunEnv) (Spec, error) {
 	vars := make(map[string]string, len(env.Vars)+4)
 	for k, v := range env.Vars {
 		vars[k] = v
@@ -391,9 +395,9 @@ func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
 	vars["TASK_ID"] = e.TaskID
 	vars["CI"] = "true"
 	vars["FRAMEWORK_AGNOSTIC"] = "true"
-	var entrypoint []string
-	if strings.TrimSpace(e.Command) != "" {
-		entrypoint = SplitCommand(e.Command)
+	entrypoint, err := ParseCommand(e.Command)
+	if err != nil {
+		return Spec{}, err
 	}
 	return Spec{
 		Name:        "verdict-" + e.ID,
@@ -404,7 +408,7 @@ func (r *Runner) spec(e *domain.Execution, env RunEnv) Spec {
 		Labels:      map[string]string{LabelManaged: "true", LabelRunner: r.ID, LabelOrg: e.OrganizationID, LabelTask: e.TaskID},
 		Resources:   r.Resources,
 		HostGateway: true,
-	}
+	}, nil
 }
 
 // streamLogs follows the container's output into the log store and the live channel.

@@ -396,3 +396,24 @@ func TestRunnerBigAppFallsBackToFolders(t *testing.T) {
 		t.Fatalf("run b copied %v: the image's /app is known to be big", got)
 	}
 }
+
+// A run whose command does not parse (queued before commands were checked) ends ERROR with
+// the parser's reason, and no container starts with the command taken as one word.
+func TestRunnerRefusesAMalformedCommand(t *testing.T) {
+	b := newFakeBackend(reportFiles)
+	b.autoExit = true
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
+	e := &domain.Execution{ID: domain.NewID(), OrganizationID: f.org.ID, TaskID: "bad", Image: "suite:pass",
+		Command: `pytest -k "not slow`, Folder: "all", TimeoutSeconds: 60, Status: domain.ExecPending, QueuedAt: time.Now()}
+	if err := f.st.Executions().Create(f.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	f.r.Notify()
+	f.eventually("the run to end", func() bool { return f.get("bad").Status.Final() })
+	if got := f.get("bad"); got.Status != domain.ExecError || !strings.Contains(got.Error, "the command could not be read") {
+		t.Fatalf("malformed command: %s %q", got.Status, got.Error)
+	}
+	if started := b.startedIDs(); len(started) != 0 {
+		t.Fatalf("containers started: %v", started)
+	}
+}

@@ -99,7 +99,18 @@ func (h *Hub) EndUserSessions(userID string) {
 	if h.closed.Load() || userID == "" {
 		return
 	}
-	room := h.io.In(userRoom(userID))
+	h.endLocalSessions(userID)
+	// Each replica ends its own sockets: an emit and a disconnect broadcast through the adapter
+	// travel separately, so a remote socket could be cut before it heard why.
+	_ = h.io.Sockets().ServerSideEmit(eventEndUser, userID)
+}
+
+// eventEndUser is the replicas' own message: end this user's sockets.
+const eventEndUser = "verdict:end-user-sessions"
+
+// endLocalSessions sends auth-error to this replica's sockets of the user, then disconnects them.
+func (h *Hub) endLocalSessions(userID string) {
+	room := h.io.Local().In(userRoom(userID))
 	_ = room.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
 	room.DisconnectSockets(false)
 }

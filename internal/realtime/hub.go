@@ -192,6 +192,14 @@ func New(opts Options) (*Hub, error) {
 			_ = c.Once("close", func(...any) { h.sessions.closed(id, c) })
 		}
 	})
+	// Another replica ends a user's sessions: this one ends its own sockets of that user.
+	_ = h.io.Sockets().On(eventEndUser, func(args ...any) {
+		if len(args) > 0 {
+			if id, ok := args[0].(string); ok {
+				h.endLocalSessions(id)
+			}
+		}
+	})
 	_ = h.io.On("connection", func(args ...any) {
 		if s, ok := args[0].(*socket.Socket); ok {
 			h.onConnection(s)

@@ -91,7 +91,11 @@ func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Tim
 			return b, nil
 		}
 	}
-	s.recordIndexes(ctx, e)
+	if e.ReportIndexes == nil {
+		c := *e // the list's runs may be shared (a store's cache): fill in a copy
+		s.recordIndexes(ctx, &c)
+		e = &c
+	}
 	b, err := json.Marshal(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
 	if err == nil && final {
 		s.finished.put(e.ID, b)

@@ -236,15 +236,64 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
+// TestVerifiedTokensCache: a token verified once is served from the cache until it expires,
+// the cache stays bounded, and a changed token is verified afresh.
+func TestVerifiedTokensCache(t *testing.T) {
+	tk, clock := newTokens(t, time.Hour)
+	token, err := tk.Issue("u1", "o1", domain.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Verify(token); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tk.verified[token]; !ok {
+		t.Fatal("a verified token was not kept")
+	}
+	last := token[len(token)-1]
+	tampered := token[:len(token)-1] + string("AB"[(strings.IndexByte("AB", last)+1)%2])
+	if _, err := tk.Verify(tampered); err == nil {
+		t.Fatal("a token with another signature verified")
+	}
+	if _, ok := tk.verified[tampered]; ok {
+		t.Fatal("a refused token was kept")
+	}
+	for i := range maxVerifiedTokens + 10 {
+		other, err := tk.Issue("u"+strings.Repeat("x", i%7), "o1", domain.RoleViewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond) // distinct iat, so distinct tokens, some of them
+		_, _ = tk.Verify(other)
+	}
+	if n := len(tk.verified); n > maxVerifiedTokens {
+		t.Fatalf("%d tokens kept, bound %d", n, maxVerifiedTokens)
+	}
+	clock.Advance(time.Hour)
+	tk.verified[token] = Claims{UserID: "u1", OrganizationID: "o1", Role: domain.RoleViewer, ExpiresAt: clock.Now().Add(-time.Second)}
+	if _, err := tk.Verify(token); err == nil {
+		t.Fatal("an expired token verified from the cache")
+	}
+}
+
 func BenchmarkVerify(b *testing.B) {
 	tk, _ := newTokens(b, 0)
 	token, err := tk.Issue("65f0c2a1b3d4e5f601234567", "65f0c2a1b3d4e5f601234568", domain.RoleDeveloper)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		if _, err := tk.Verify(token); err != nil {
-			b.Fatal(err)
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tk.Verify(token); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("parsed", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tk.verify(token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

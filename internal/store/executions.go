@@ -50,9 +50,12 @@ type ExecutionRepo interface {
 	// GetByID finds an execution by internal ID across organizations: for the run plane only,
 	// which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)
-	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error) // newest first, without Tests, EnvCipher and ReportFolders, and the total
-	CountSince(ctx context.Context, orgID string, since time.Time) (int, error)                 // runs queued since
-	CountActive(ctx context.Context, orgID string) (int, error)                                 // RUNNING or ANALYZING
+	// List returns a page of the organization's runs, newest first, without Tests, EnvCipher
+	// and ReportFolders, and the filter's total. The page may be shared with other callers
+	// (a cache's): read it, do not change it.
+	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error)
+	CountSince(ctx context.Context, orgID string, since time.Time) (int, error) // runs queued since
+	CountActive(ctx context.Context, orgID string) (int, error)                 // RUNNING or ANALYZING
 
 	// Claim atomically moves a PENDING execution to RUNNING for runnerID, with a lease until
 	// leaseUntil: among organizations with a free run slot, one with the fewest runs going, and

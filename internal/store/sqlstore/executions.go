@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -189,10 +190,24 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	if limit <= 0 {
 		limit = math.MaxInt64 // SQLite takes no OFFSET without a LIMIT, PostgreSQL no negative LIMIT
 	}
+	offset := max(f.Offset, 0)
+	var key string
+	var gen uint64
+	if c := r.s.pages; c != nil {
+		key = pageKey(orgID, f, limit, offset)
+		if p, ok := c.get(key); ok {
+			if p.final != nil {
+				return p.final, p.total, nil
+			}
+			if execs, err := r.runsByID(ctx, orgID, p.ids); err != errUncached {
+				return execs, p.total, err
+			}
+		}
+		gen = c.now()
+	}
 	// CAST: SQLite re-plans a statement whose bare LIMIT or OFFSET parameter changes (it may
 	// use the value), which would undo the prepared statement on every page.
 	const window = ` ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT) OFFSET CAST(? AS BIGINT)`
-	offset := max(f.Offset, 0)
 	pageArgs := append(args[:len(args):len(args)], limit, offset)
 	execs, err := r.cachedPage(ctx, orgID, `SELECT id FROM executions WHERE `+cond+window, pageArgs)
 	if err == errUncached {
@@ -204,29 +219,64 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	if err != nil {
 		return nil, 0, err
 	}
-	if n := len(execs); int64(n) < limit && (n > 0 || offset == 0) {
-		return execs, offset + n, nil
+	total := offset + len(execs)
+	if n := len(execs); int64(n) >= limit || (n == 0 && offset > 0) {
+		if total, err = r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE `+cond, args...); err != nil {
+			return nil, 0, err
+		}
 	}
-	total, err := r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE `+cond, args...)
-	if err != nil {
-		return nil, 0, err
+	if c := r.s.pages; c != nil {
+		p := listPage{ids: make([]string, len(execs)), total: total, final: execs}
+		for i := range execs {
+			p.ids[i] = execs[i].ID
+			if !execs[i].Status.Final() {
+				p.final = nil
+			}
+		}
+		c.put(key, gen, p)
 	}
 	return execs, total, nil
 }
 
-// errUncached: cachedPage cannot serve the page; read it whole.
+// listPage is a page of the run list as the page cache keeps it: its runs' IDs, in order, and
+// the filter's total; when every run of the page is finished (so none of them can change),
+// the runs themselves, handed out to every reader of the page.
+type listPage struct {
+	ids   []string
+	total int
+	final []domain.Execution
+}
+
+// pageKey names a page of an organization's run list in the page cache.
+func pageKey(orgID string, f store.ExecutionFilter, limit int64, offset int) string {
+	var b strings.Builder
+	b.Grow(len(orgID) + len(f.ProjectID) + len(f.Image) + 48)
+	for _, s := range []string{orgID, f.ProjectID, f.Image} {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	for _, st := range f.Statuses {
+		b.WriteString(string(st))
+		b.WriteByte(',')
+	}
+	b.WriteByte(0)
+	b.WriteString(strconv.FormatInt(limit, 10))
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(offset))
+	return b.String()
+}
+
+// errUncached: the run cache cannot serve the page; read it whole.
 var errUncached = errors.New("sqlstore: page not cached")
 
-// maxFetchedMisses is the most runs of a page that cachedPage reads one by one.
+// maxFetchedMisses is the most runs of a page that runsByID reads one by one.
 const maxFetchedMisses = 4
 
 // cachedPage serves a page from finalRuns: it reads the page's IDs (from the index alone when
-// the filter is the organization's), takes the runs that are cached and reads the few that are
-// not (runs still going, mostly) by ID. errUncached when more are missing, or inside a
-// transaction (which may not commit what it reads).
+// the filter is the organization's), then their runs with runsByID. errUncached inside a
+// transaction (which may not commit what it reads) or when runsByID cannot serve them.
 func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, args []any) ([]domain.Execution, error) {
-	c := r.s.finalRuns
-	if c == nil || r.s.tx != nil {
+	if r.s.finalRuns == nil || r.s.tx != nil {
 		return nil, errUncached
 	}
 	rows, err := r.s.on(idQuery).QueryContext(ctx, r.s.d.rebind(idQuery), args...)
@@ -245,6 +295,17 @@ func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, ar
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	return r.runsByID(ctx, orgID, ids)
+}
+
+// runsByID returns the organization's runs ids, in order: the finished ones from finalRuns,
+// the few others (runs still going, mostly) read by ID; a run deleted since is left out.
+// errUncached when more than maxFetchedMisses are not cached.
+func (r executionRepo) runsByID(ctx context.Context, orgID string, ids []string) ([]domain.Execution, error) {
+	c := r.s.finalRuns
+	if c == nil || r.s.tx != nil {
+		return nil, errUncached
 	}
 	out := make([]domain.Execution, len(ids))
 	var missing []int
@@ -451,10 +512,12 @@ func (r executionRepo) SetQueueReason(ctx context.Context, id, reason string) er
 // Heartbeat extends the lease of a RUNNING or ANALYZING run held by runnerID.
 func (r executionRepo) Heartbeat(ctx context.Context, id, runnerID string, leaseUntil time.Time) (bool, error) {
 	var cancel bool
-	err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(`UPDATE executions SET lease_until = ?
+	const q = `UPDATE executions SET lease_until = ?
 		WHERE id = ? AND runner_id = ? AND status IN (?, ?)
-		RETURNING cancel_requested`),
+		RETURNING cancel_requested`
+	err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(q),
 		millis(leaseUntil), id, runnerID, domain.ExecRunning, domain.ExecAnalyzing).Scan(&cancel)
+	r.s.wrote(q)
 	return cancel, r.s.mapErr(err)
 }
 

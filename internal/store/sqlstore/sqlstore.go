@@ -47,6 +47,13 @@ type Store struct {
 
 	finalRuns *finalRuns // list rows of finished runs, which never change
 
+	// On SQLite only (see readcache.go): the write generations and the caches they govern; nil
+	// inside a transaction, whose writes are noted in txWrites and count from its commit.
+	gens     *tableGens
+	users    *readCache[domain.User]
+	pages    *readCache[listPage]
+	txWrites *[]string
+
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
 }
 
@@ -130,6 +137,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: connect to sqlite readers: %w", err)
 	}
 	st.rdb, st.r = rdb, newStmtCache(rdb)
+	st.gens = &tableGens{}
+	st.users = newReadCache[domain.User](&st.gens.users)
+	st.pages = newReadCache[listPage](&st.gens.executions)
 	return st, nil
 }
 
@@ -254,10 +264,30 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return err
 	}
 	defer tx.Rollback() // no-op after Commit
-	if err := fn(&Store{db: s.db, rdb: s.rdb, d: s.d, q: tx, r: tx, tx: tx, mailBox: s.mailBox}); err != nil {
+	var writes []string
+	if err := fn(&Store{db: s.db, rdb: s.rdb, d: s.d, q: tx, r: tx, tx: tx, mailBox: s.mailBox,
+		gens: s.gens, txWrites: &writes}); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, q := range writes {
+		s.gens.wrote(q)
+	}
+	return nil
+}
+
+// wrote notes that query, a write, has taken effect (or will, with the commit of the
+// transaction the Store is bound to); see readcache.go.
+func (s *Store) wrote(query string) {
+	switch {
+	case s.gens == nil:
+	case s.txWrites != nil:
+		*s.txWrites = append(*s.txWrites, query)
+	default:
+		s.gens.wrote(query)
+	}
 }
 
 // mapErr turns driver errors into the store's: no row → ErrNotFound, unique violation →
@@ -276,6 +306,7 @@ func (s *Store) mapErr(err error) error {
 
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	r, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	s.wrote(query)
 	return r, s.mapErr(err)
 }
 
@@ -302,20 +333,30 @@ type scanner interface{ Scan(dest ...any) error }
 // on is where query runs: a SELECT outside a transaction on the read pool, anything else
 // (writes, UPDATE … RETURNING, and everything inside InTx) on the writer or the transaction.
 func (s *Store) on(query string) querier {
-	if s.tx == nil && strings.HasPrefix(strings.TrimLeft(query, " \t\n"), "SELECT") {
+	if s.tx == nil && isSelect(query) {
 		return s.r
 	}
 	return s.q
 }
 
+func isSelect(query string) bool {
+	return strings.HasPrefix(strings.TrimLeft(query, " \t\n"), "SELECT")
+}
+
 // get runs a query for one row and scans it.
 func get[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) (*T, error) {
 	v, err := scan(s.on(query).QueryRowContext(ctx, s.d.rebind(query), args...))
+	if !isSelect(query) {
+		s.wrote(query) // UPDATE … RETURNING
+	}
 	return v, s.mapErr(err)
 }
 
 // list runs a query and scans every row; never nil, so it encodes as [] rather than null.
 func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), query string, args ...any) ([]T, error) {
+	if !isSelect(query) {
+		defer s.wrote(query) // UPDATE … RETURNING; runs after rows.Close
+	}
 	rows, err := s.on(query).QueryContext(ctx, s.d.rebind(query), args...)
 	if err != nil {
 		return nil, s.mapErr(err)

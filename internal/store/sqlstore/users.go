@@ -35,8 +35,24 @@ func (r userRepo) Create(ctx context.Context, u *domain.User) error {
 	return err
 }
 
+// Get reads the user; on SQLite from the user cache while no write to users came since (every
+// request reads its caller this way).
 func (r userRepo) Get(ctx context.Context, orgID, id string) (*domain.User, error) {
-	return get(ctx, r.s, scanUser, `SELECT `+userColumns+` FROM users WHERE organization_id = ? AND id = ?`, orgID, id)
+	const q = `SELECT ` + userColumns + ` FROM users WHERE organization_id = ? AND id = ?`
+	c := r.s.users
+	if c == nil {
+		return get(ctx, r.s, scanUser, q, orgID, id)
+	}
+	key := orgID + "\x00" + id
+	if u, ok := c.get(key); ok {
+		return &u, nil
+	}
+	gen := c.now()
+	u, err := get(ctx, r.s, scanUser, q, orgID, id)
+	if err == nil {
+		c.put(key, gen, *u)
+	}
+	return u, err
 }
 
 func (r userRepo) GetByEmail(ctx context.Context, email string) (*domain.User, error) {

@@ -197,6 +197,10 @@ type Execution struct {
 	// ReportIndexes are those of ReportDirs holding an index.html, recorded when the reports
 	// are stored so views link only folders that open; nil: not recorded (older runs).
 	ReportIndexes []string
+
+	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; nil: none.
+	// It is not read with the run list.
+	Analysis *Analysis
 }
 
 // DurationMs is the run's wall time from start to finish (so far, when running).

@@ -95,6 +95,11 @@ type Organization struct {
 	// AllowedImages are the organization's image patterns, narrowing the server's; empty: the
 	// server's alone (see ImageAllowed).
 	AllowedImages []string
+	// AIDefaultModel is the model chosen for failure analysis ("builtin" or
+	// "<provider>:<model>"); empty: the first one available.
+	AIDefaultModel string
+	// AIKeys are the organization's own model provider keys by provider, sealed.
+	AIKeys map[string]string
 }
 
 // Limits returns the organization's plan limits.

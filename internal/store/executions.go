@@ -40,6 +40,9 @@ type Finish struct {
 
 	// ReportIndexes are those of ReportDirs holding an index.html; nil: not recorded.
 	ReportIndexes []string
+
+	// Analysis is the run's failure analysis; nil: none (left as it is when Status is ANALYZING).
+	Analysis *domain.Analysis
 }
 
 // ExecutionRepo stores executions and is the run queue.
@@ -72,6 +75,9 @@ type ExecutionRepo interface {
 	SetContainer(ctx context.Context, id, containerID string) error
 	// Finish ends a RUNNING execution held by runnerID; ErrNotFound when it was already ended.
 	Finish(ctx context.Context, id, runnerID string, f Finish) error
+	// SetAnalysis replaces the analysis of the organization's run id if it is FAILED or
+	// UNSTABLE (analysed again on request); ErrNotFound otherwise.
+	SetAnalysis(ctx context.Context, orgID, id string, a *domain.Analysis) error
 	// Expired lists RUNNING executions whose lease ended before now.
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
 	// EndExpired ends an execution whose lease expired as ERROR with reason (no-op if renewed).
@@ -99,4 +105,30 @@ type LogRepo interface {
 	// ReadFrom).
 	Read(ctx context.Context, executionID string) (string, error)
 	DeleteAll(ctx context.Context, executionID string) error
+}
+
+// FailureOccurrence is one failed test of a run, by its signature.
+type FailureOccurrence struct {
+	Signature string
+	Test      string
+}
+
+// SignatureHistory is how often a failure signature occurred in an organization's runs.
+type SignatureHistory struct {
+	Runs        int    // runs with the signature
+	FirstTaskID string // the taskId of the earliest queued of them
+}
+
+// AnalysisRepo keeps what failure analysis learns across an organization's runs.
+type AnalysisRepo interface {
+	// RecordFailures sets the failure signatures of a run (replacing those recorded for it
+	// before); they go when the run is deleted.
+	RecordFailures(ctx context.Context, orgID, executionID, taskID string, queuedAt time.Time, failures []FailureOccurrence) error
+	// History tells, for each of signatures seen in the organization's runs, how often and
+	// since which run; signatures never seen are absent.
+	History(ctx context.Context, orgID string, signatures []string) (map[string]SignatureHistory, error)
+	// AddTriages records people's categories for failure signatures.
+	AddTriages(ctx context.Context, ts []domain.Triage) error
+	// Triages lists the organization's triages, newest first, at most limit.
+	Triages(ctx context.Context, orgID string, limit int) ([]domain.Triage, error)
 }

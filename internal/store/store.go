@@ -33,6 +33,7 @@ type Store interface {
 	Projects() ProjectRepo
 	Executions() ExecutionRepo
 	Logs() LogRepo
+	Analyses() AnalysisRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 
@@ -71,6 +72,8 @@ type OrganizationRepo interface {
 	UpdatePlan(ctx context.Context, id string, plan domain.Plan, billing domain.Billing) error
 	// SetAllowedImages replaces the organization's image patterns.
 	SetAllowedImages(ctx context.Context, id string, patterns []string) error
+	// SetAIConfig replaces the default model and the provider keys (sealed by the caller).
+	SetAIConfig(ctx context.Context, id, defaultModel string, keys map[string]string) error
 	AddStorageUsed(ctx context.Context, id string, delta int64) error
 }
 

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -25,13 +26,13 @@ const executionColumns = `id, organization_id, task_id, project_id, image, comma
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, container_id, lease_until, cancel_requested,
-	summary, tests, report_dirs, report_bytes, notes, report_indexes`
+	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis`
 
-// listColumns are executionColumns for list answers, which leave out the tests (a run's parsed
-// results can be large, and listing would read and decode them for nothing) and what only the
-// run plane reads: the sealed variables and the folders to collect.
-var listColumns = strings.NewReplacer("summary, tests,", "summary, '[]',", "report_folders, env_cipher,", "'[]', '',").
-	Replace(executionColumns)
+// listColumns are executionColumns for list answers, which leave out the tests and the
+// analysis (a run's parsed results can be large, and listing would read and decode them for
+// nothing) and what only the run plane reads: the sealed variables and the folders to collect.
+var listColumns = strings.NewReplacer("summary, tests,", "summary, '[]',", "report_folders, env_cipher,", "'[]', '',",
+	"report_indexes, analysis", "report_indexes, NULL").Replace(executionColumns)
 
 func scanExecution(r scanner) (*domain.Execution, error) {
 	var e domain.Execution
@@ -46,7 +47,7 @@ func scanExecution(r scanner) (*domain.Execution, error) {
 type execRow struct {
 	e                                                          domain.Execution
 	reportFolders, envNames, summary, tests, reportDirs, notes string
-	reportIndexes                                              sql.NullString
+	reportIndexes, analysis                                    sql.NullString
 	exitCode, started, finished, lease                         sql.NullInt64
 	queued                                                     int64
 	dest                                                       []any
@@ -59,7 +60,7 @@ func newExecRow() *execRow {
 		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &x.reportFolders, &e.EnvCipher, &x.envNames, &e.TriggeredBy,
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.ContainerID, &x.lease, &e.CancelRequested,
-		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes}
+		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis}
 	return x
 }
 
@@ -71,6 +72,11 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 	}
 	if x.reportIndexes.Valid {
 		if err := decodeJSON(x.reportIndexes.String, &x.e.ReportIndexes); err != nil {
+			return err
+		}
+	}
+	if x.analysis.Valid {
+		if err := decodeJSON(x.analysis.String, &x.e.Analysis); err != nil {
 			return err
 		}
 	}
@@ -128,17 +134,21 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	if err != nil {
 		return err
 	}
+	analysis, err := analysisJSON(e.Analysis)
+	if err != nil {
+		return err
+	}
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
 		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
 			nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-			j[2], j[3], j[4], e.ReportBytes, j[5], indexes)
+			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis)
 		if err != nil {
 			return err
 		}
@@ -557,17 +567,43 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 	if err != nil {
 		return err
 	}
-	ending := `finished_at = ?, lease_until = NULL`
-	endArg := any(millis(f.FinishedAt))
+	analysis, err := analysisJSON(f.Analysis)
+	if err != nil {
+		return err
+	}
+	ending := `finished_at = ?, lease_until = NULL, analysis = ?`
+	endArgs := []any{millis(f.FinishedAt), analysis}
 	if f.Status == domain.ExecAnalyzing {
 		ending = `finished_at = ?` // NULL: still running
-		endArg = nil
+		endArgs = []any{nil}
 	}
+	args := append([]any{f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes}, endArgs...)
 	return r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, exit_code = ?,
 		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, report_indexes = ?, `+ending+`
 		WHERE id = ? AND runner_id = ? AND status IN (?, ?)`,
-		f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes, endArg,
-		id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)
+		append(args, id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)...)
+}
+
+// SetAnalysis replaces the analysis of a FAILED or UNSTABLE run.
+func (r executionRepo) SetAnalysis(ctx context.Context, orgID, id string, a *domain.Analysis) error {
+	analysis, err := analysisJSON(a)
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, `UPDATE executions SET analysis = ? WHERE organization_id = ? AND id = ? AND status IN (?, ?)`,
+		analysis, orgID, id, domain.ExecFailed, domain.ExecUnstable)
+}
+
+// analysisJSON is the parameter for the analysis column: NULL for none.
+func analysisJSON(a *domain.Analysis) (any, error) {
+	if a == nil {
+		return nil, nil
+	}
+	j, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	return string(j), nil
 }
 
 // Expired lists RUNNING and ANALYZING runs whose lease ended before now, the longest expired

@@ -11,16 +11,22 @@ import (
 type orgRepo struct{ s *Store }
 
 const orgColumns = `id, name, slug, plan, ai_analysis_enabled, features, provider_customer_id, billing,
-	storage_used_bytes, created_at, allowed_images`
+	storage_used_bytes, created_at, allowed_images, ai_default_model, ai_keys`
 
 func scanOrg(r scanner) (*domain.Organization, error) {
 	var o domain.Organization
-	var features, billing, images string
+	var features, billing, images, keys string
 	var customerID sql.NullString
 	var created int64
 	if err := r.Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.AIAnalysisEnabled, &features, &customerID, &billing,
-		&o.StorageUsedBytes, &created, &images); err != nil {
+		&o.StorageUsedBytes, &created, &images, &o.AIDefaultModel, &keys); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(keys), &o.AIKeys); err != nil {
+		return nil, err
+	}
+	if len(o.AIKeys) == 0 {
+		o.AIKeys = nil
 	}
 	if err := json.Unmarshal([]byte(images), &o.AllowedImages); err != nil {
 		return nil, err
@@ -64,9 +70,13 @@ func (r orgRepo) Create(ctx context.Context, o *domain.Organization) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	keys, err := keysJSON(o.AIKeys)
+	if err != nil {
+		return err
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		o.ID, o.Name, o.Slug, o.Plan, o.AIAnalysisEnabled, string(features), customerID, billing,
-		o.StorageUsedBytes, millis(o.CreatedAt), images)
+		o.StorageUsedBytes, millis(o.CreatedAt), images, o.AIDefaultModel, keys)
 	return err
 }
 
@@ -129,4 +139,21 @@ func (r orgRepo) AddStorageUsed(ctx context.Context, id string, delta int64) err
 	return r.s.execOne(ctx, `UPDATE organizations
 		SET storage_used_bytes = CASE WHEN storage_used_bytes + ? < 0 THEN 0 ELSE storage_used_bytes + ? END
 		WHERE id = ?`, delta, delta, id)
+}
+
+func keysJSON(keys map[string]string) (string, error) {
+	if keys == nil {
+		return "{}", nil
+	}
+	j, err := json.Marshal(keys)
+	return string(j), err
+}
+
+// SetAIConfig replaces the organization's default model and its sealed provider keys.
+func (r orgRepo) SetAIConfig(ctx context.Context, id, defaultModel string, keys map[string]string) error {
+	j, err := keysJSON(keys)
+	if err != nil {
+		return err
+	}
+	return r.s.execOne(ctx, `UPDATE organizations SET ai_default_model = ?, ai_keys = ? WHERE id = ?`, defaultModel, j, id)
 }

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Tx", func(t *testing.T) { testTx(t, open) })
 	t.Run("Runs", func(t *testing.T) { RunRuns(t, open) })
 	t.Run("Billing", func(t *testing.T) { testBilling(t, open) })
+	t.Run("Analysis", func(t *testing.T) { testAnalysis(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

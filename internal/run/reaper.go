@@ -54,7 +54,14 @@ func (r *Reaper) Sweep(ctx context.Context) {
 }
 
 func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, reason string) {
-	ended, err := r.Store.Executions().EndExpired(ctx, e.ID, now, reason)
+	var ended bool
+	var err error
+	if e.Status == domain.ExecAnalyzing {
+		// Its verdict was reached before the analysis began: it stands, unexplained.
+		ended, err = r.Store.Executions().SettleExpired(ctx, e.ID, now, settledVerdict(e), interruptedAnalysis("runner lost", now))
+	} else {
+		ended, err = r.Store.Executions().EndExpired(ctx, e.ID, now, reason)
+	}
 	if err != nil || !ended {
 		return
 	}
@@ -89,6 +96,12 @@ func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, 
 			}
 		}
 		f := store.Finish{Status: domain.ExecError, Error: "the server restarted while the run was in progress", FinishedAt: clock()}
+		if e.Status == domain.ExecAnalyzing {
+			// The run had its verdict and outcome recorded; only its explanation is lost.
+			f = store.Finish{Status: settledVerdict(&e), Error: e.Error, ExitCode: e.ExitCode, FinishedAt: clock(),
+				Summary: e.Summary, Tests: e.Tests, ReportDirs: e.ReportDirs, ReportBytes: e.ReportBytes, Notes: e.Notes,
+				ReportIndexes: e.ReportIndexes, Analysis: interruptedAnalysis("the server restarted", clock())}
+		}
 		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
 			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
 				events.ExecutionUpdated(done)

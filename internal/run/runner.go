@@ -48,6 +48,7 @@ type Runner struct {
 	Collectors int
 	Resources  Resources
 	Alerts     *billing.Alerts // storage alerts as reports are kept or refused; nil: none
+	Analyst    Analyst         // explains failed runs (see settle); nil: none
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
@@ -150,7 +151,7 @@ func (r *Runner) Run(ctx context.Context) {
 			defer wg.Done()
 			l := &lane{slots: slots, collectors: collectors, notify: r.Notify, slot: true}
 			defer l.release()
-			r.execute(ctx, e, l.exited)
+			r.execute(ctx, e, l)
 		}()
 	}
 }
@@ -173,6 +174,16 @@ func (l *lane) exited() {
 	l.notify()
 }
 
+// collected gives the collector back once the reports are in: what follows (analysis) may
+// take long and must not keep other runs' reports waiting.
+func (l *lane) collected() {
+	if l.collector {
+		<-l.collectors
+		l.collector = false
+		l.notify()
+	}
+}
+
 func (l *lane) release() {
 	if l.slot {
 		<-l.slots
@@ -183,9 +194,9 @@ func (l *lane) release() {
 	l.notify()
 }
 
-// execute carries out one claimed run from start to its final status; exited is called once
-// its container is no longer running (not at all when none started).
-func (r *Runner) execute(parent context.Context, e *domain.Execution, exited func()) {
+// execute carries out one claimed run from start to its final status, holding l's slot until
+// its container is no longer running and a collector until its reports are in.
+func (r *Runner) execute(parent context.Context, e *domain.Execution, l *lane) {
 	log := r.Log.With("org", e.OrganizationID, "task", e.TaskID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
@@ -204,23 +215,10 @@ func (r *Runner) execute(parent context.Context, e *domain.Execution, exited fun
 	defer stopLease()
 	go r.keepLease(alive, cancel, e)
 
-	f := r.carryOut(ctx, e, log, exited)
+	f := r.carryOut(ctx, e, log, l.exited)
 	f.FinishedAt = r.Clock()
-	// The final write must happen even when the run's context was cancelled.
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, f); err != nil {
-		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
-	}
-	if f.ReportBytes > 0 {
-		if err := r.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
-			log.Error("counting report storage failed", "err", err)
-		}
-	}
-	if done, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
-		r.Events.ExecutionUpdated(done)
-	}
-	log.Info("run finished", "status", f.Status, "error", f.Error)
+	l.collected()
+	r.settle(ctx, e, f, log)
 }
 
 // countStorage adds u.Used report bytes to the organization's storage (none when reports were

@@ -28,6 +28,7 @@ const junitXML = `<testsuite name="s"><testcase classname="c" name="works"/></te
 type fakeBackend struct {
 	files    map[string]string // path under /app → content
 	autoExit bool
+	exitCode int // what autoExit exits with
 
 	mu      sync.Mutex
 	started []string
@@ -58,7 +59,7 @@ func (b *fakeBackend) Start(_ context.Context, s Spec) (string, error) {
 	b.started = append(b.started, id)
 	b.exits[id] = make(chan int, 1)
 	if b.autoExit {
-		b.exits[id] <- 0
+		b.exits[id] <- b.exitCode
 	}
 	b.pulse()
 	return id, nil

@@ -82,6 +82,10 @@ type ExecutionRepo interface {
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
 	// EndExpired ends an execution whose lease expired as ERROR with reason (no-op if renewed).
 	EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error)
+	// SettleExpired ends an ANALYZING run whose lease ended before now with status (the verdict
+	// it had reached) and analysis, keeping the outcome it recorded; false, nil when a
+	// heartbeat renewed the lease first or the run is not ANALYZING.
+	SettleExpired(ctx context.Context, id string, now time.Time, status domain.ExecStatus, a *domain.Analysis) (bool, error)
 	// RequestCancel cancels a PENDING run at once (true) or flags a RUNNING one for its runner.
 	RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (cancelledNow bool, err error)
 	Delete(ctx context.Context, orgID, taskID string) error

@@ -618,6 +618,26 @@ func (r executionRepo) Expired(ctx context.Context, now time.Time) ([]domain.Exe
 // EndExpired ends the run as ERROR with reason if its lease still ended before now: one
 // conditional UPDATE, so a heartbeat that renewed the lease first wins (false), and a heartbeat
 // after it finds the run ended. False, nil also for an unknown or already ended run.
+// SettleExpired ends an ANALYZING run whose lease expired with its verdict: one conditional
+// UPDATE, like EndExpired.
+func (r executionRepo) SettleExpired(ctx context.Context, id string, now time.Time, status domain.ExecStatus,
+	a *domain.Analysis) (bool, error) {
+	if status != domain.ExecFailed && status != domain.ExecUnstable && status != domain.ExecPassed {
+		return false, fmt.Errorf("sqlstore: SettleExpired with status %q, want a verdict", status)
+	}
+	analysis, err := analysisJSON(a)
+	if err != nil {
+		return false, err
+	}
+	err = r.s.execOne(ctx, `UPDATE executions SET status = ?, analysis = ?, finished_at = ?, lease_until = NULL
+		WHERE id = ? AND status = ? AND lease_until < ?`,
+		status, analysis, millis(now), id, domain.ExecAnalyzing, millis(now))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (r executionRepo) EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
 	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, finished_at = ?, lease_until = NULL
 		WHERE id = ? AND status IN (?, ?) AND lease_until < ?`,

@@ -55,6 +55,43 @@ func testAnalysis(t *testing.T, open Opener) {
 		wantErr(t, "SetAnalysis on a pending run", f.s.Executions().SetAnalysis(f.ctx, o.ID, pending.ID, a), store.ErrNotFound)
 	})
 
+	t.Run("SettleExpired", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanEnterprise)
+		ex := f.s.Executions()
+		e := f.run(o.ID, base)
+		f.claim("r1", base, func(domain.Plan) int { return 10 }) // lease until base+1m
+		tests := []domain.TestResult{{Name: "t", Status: domain.TestFailed, Error: "boom"}}
+		must(t, ex.Finish(f.ctx, e.ID, "r1", store.Finish{Status: domain.ExecAnalyzing, ExitCode: ptr(1), Tests: tests,
+			Summary: domain.Summarize(tests), ReportBytes: 7}))
+		msg := "the analysis was interrupted: runner lost"
+		a := &domain.Analysis{Status: domain.AnalysisFailed, Provider: "builtin", Model: "builtin", Category: "unknown",
+			Failures: []domain.FailureRef{}, Evidence: []string{}, Error: &msg, CreatedAt: base}
+		lease := base.Add(time.Minute)
+		ok, err := ex.SettleExpired(f.ctx, e.ID, lease, domain.ExecFailed, a)
+		must(t, err)
+		equal(t, "SettleExpired before the lease ends", ok, false)
+		ok, err = ex.SettleExpired(f.ctx, e.ID, lease.Add(time.Second), domain.ExecFailed, a)
+		must(t, err)
+		equal(t, "SettleExpired", ok, true)
+		got := f.getRun(o.ID, e.TaskID)
+		if got.Status != domain.ExecFailed || got.FinishedAt == nil || got.LeaseUntil != nil || got.ReportBytes != 7 ||
+			len(got.Tests) != 1 || got.ExitCode == nil || *got.ExitCode != 1 || !reflect.DeepEqual(got.Analysis, a) {
+			t.Fatalf("settled run: %+v", got)
+		}
+		ok, err = ex.SettleExpired(f.ctx, e.ID, lease.Add(time.Hour), domain.ExecFailed, a)
+		must(t, err)
+		equal(t, "SettleExpired twice", ok, false)
+		running := f.run(o.ID, base.Add(time.Second))
+		f.claim("r2", base, func(domain.Plan) int { return 10 })
+		ok, err = ex.SettleExpired(f.ctx, running.ID, lease.Add(time.Hour), domain.ExecFailed, a)
+		must(t, err)
+		equal(t, "SettleExpired of a RUNNING run", ok, false)
+		if _, err := ex.SettleExpired(f.ctx, e.ID, lease.Add(time.Hour), domain.ExecError, a); err == nil {
+			t.Error("SettleExpired took ERROR, which is no verdict")
+		}
+	})
+
 	t.Run("FailureHistory", func(t *testing.T) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()

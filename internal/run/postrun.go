@@ -1,0 +1,120 @@
+package run
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"verdict/internal/billing"
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+// Analyst explains failed runs; the post-run chain calls it.
+type Analyst interface {
+	// Analyse explains run, whose outcome (status, exit code, tests, reports) is filled in. It
+	// bounds its own time within ctx and always returns an analysis: one it could not make says
+	// why in its Error.
+	Analyse(ctx context.Context, run *domain.Execution) *domain.Analysis
+}
+
+// analysisTimeout bounds the analysis step: the model's 60 s and the built-in fallback.
+const analysisTimeout = 90 * time.Second
+
+// settle is the post-run chain: every effect of a run once its container is done with and its
+// reports are in, in this order, each bounded in time:
+//
+//  1. analyse: a FAILED or UNSTABLE run of an organization with failure analysis on is
+//     recorded ANALYZING (shown live, its verdict kept) and explained by the Analyst. The
+//     run holds no slot and no collector meanwhile, only its lease.
+//  2. finish: the final status, in the one write that ends the run, if this runner still
+//     holds it (the reaper may have ended it).
+//  3. account: the reports' bytes go to the organization's storage, with its alerts.
+//  4. announce: execution-updated to the organization's room.
+//
+// A new after-run effect (a tracker ticket, a notification) is a step here, after finish: it
+// sees the run as stored, and never changes a verdict.
+func (r *Runner) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) {
+	// The final write must happen even when the run's context was cancelled.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+
+	if r.wantsAnalysis(wctx, e, f, log) {
+		f.Analysis = r.analyse(ctx, e, f, log)
+	}
+	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, f); err != nil {
+		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+	}
+	if f.ReportBytes > 0 {
+		if err := r.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
+			log.Error("counting report storage failed", "err", err)
+		}
+	}
+	if done, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		r.Events.ExecutionUpdated(done)
+	}
+	log.Info("run finished", "status", f.Status, "error", f.Error)
+}
+
+// wantsAnalysis tells whether the run is one to explain: failed or unstable, in an
+// organization with failure analysis on, with an Analyst to ask.
+func (r *Runner) wantsAnalysis(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) bool {
+	if r.Analyst == nil || (f.Status != domain.ExecFailed && f.Status != domain.ExecUnstable) {
+		return false
+	}
+	org, err := r.Store.Organizations().Get(ctx, e.OrganizationID)
+	if err != nil {
+		log.Warn("reading the organization's analysis setting failed; the run is not analysed", "err", err)
+		return false
+	}
+	return org.AIAnalysisEnabled
+}
+
+// analyse records the run ANALYZING with its outcome so far, announces it, and asks the
+// Analyst. A run this runner no longer holds is not analysed.
+func (r *Runner) analyse(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) *domain.Analysis {
+	pending := f
+	pending.Status = domain.ExecAnalyzing
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer wcancel()
+	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, pending); err != nil {
+		log.Warn("recording the analysis step failed", "err", err)
+		return nil
+	}
+	if now, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		r.Events.ExecutionUpdated(now)
+	}
+	actx, cancel := context.WithTimeout(ctx, analysisTimeout)
+	defer cancel()
+	return r.Analyst.Analyse(actx, WithOutcome(e, f))
+}
+
+// WithOutcome is a copy of the run with its outcome f filled in, as the store will hold it.
+func WithOutcome(e *domain.Execution, f store.Finish) *domain.Execution {
+	run := *e
+	run.Status, run.Error, run.ExitCode = f.Status, f.Error, f.ExitCode
+	run.Summary, run.Tests, run.Notes = f.Summary, f.Tests, f.Notes
+	run.ReportDirs, run.ReportBytes, run.ReportIndexes = f.ReportDirs, f.ReportBytes, f.ReportIndexes
+	if !f.FinishedAt.IsZero() {
+		at := f.FinishedAt
+		run.FinishedAt = &at
+	}
+	return &run
+}
+
+// interruptedAnalysis is the analysis of a run whose analysis step never ended: its verdict
+// stands, and it says why it has no explanation.
+func interruptedAnalysis(reason string, now time.Time) *domain.Analysis {
+	msg := "the analysis was interrupted: " + reason
+	return &domain.Analysis{Status: domain.AnalysisFailed, Provider: "builtin", Model: "builtin",
+		Category: "unknown", Failures: []domain.FailureRef{}, Evidence: []string{}, Error: &msg, CreatedAt: now}
+}
+
+// settledVerdict is the final status of a run stuck in ANALYZING, from what it recorded.
+func settledVerdict(e *domain.Execution) domain.ExecStatus {
+	exit := 1
+	if e.ExitCode != nil {
+		exit = *e.ExitCode
+	}
+	return domain.Verdict(exit, e.Tests)
+}

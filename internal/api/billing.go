@@ -18,8 +18,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	p := principalFrom(r)
-	c, err := s.billing.StartCheckout(r.Context(), p.OrgID, p.User.Email, in.PriceID, in.PlanID)
+	c, err := s.billing.StartCheckout(r.Context(), principalFrom(r), in.PriceID, in.PlanID)
 	if err != nil {
 		s.fail(w, r, err, "Failed to create checkout session")
 		return
@@ -28,7 +27,7 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) billingPortal(w http.ResponseWriter, r *http.Request) {
-	url, err := s.billing.OpenPortal(r.Context(), principalFrom(r).OrgID)
+	url, err := s.billing.OpenPortal(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to create portal session")
 		return
@@ -37,7 +36,7 @@ func (s *Server) billingPortal(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) subscription(w http.ResponseWriter, r *http.Request) {
-	sub, err := s.billing.Subscription(r.Context(), principalFrom(r).OrgID)
+	sub, err := s.billing.Subscription(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch subscription")
 		return
@@ -73,7 +72,7 @@ func (s *Server) billingEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	events, err := s.billing.Events(r.Context(), principalFrom(r).OrgID, limit)
+	events, err := s.billing.Events(r.Context(), principalFrom(r), limit)
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch billing events")
 		return

@@ -119,7 +119,7 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	e, err := s.runs.Queue(r.Context(), principalFrom(r), executions.QueueInput(in))
+	e, err := s.executions.Queue(r.Context(), principalFrom(r), executions.QueueInput(in))
 	if err != nil {
 		s.fail(w, r, err, "Failed to queue execution")
 		return
@@ -153,7 +153,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 			f.Statuses = append(f.Statuses, domain.ExecStatus(strings.ToUpper(strings.TrimSpace(part))))
 		}
 	}
-	list, total, err := s.runs.List(r.Context(), principalFrom(r), f)
+	list, total, err := s.executions.List(r.Context(), principalFrom(r), f)
 	if err != nil {
 		s.fail(w, r, err, "Failed to list executions")
 		return
@@ -178,7 +178,7 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
-	e, err := s.runs.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	e, err := s.executions.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
@@ -188,7 +188,7 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
-	e, err := s.runs.CancelRun(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	e, err := s.executions.Cancel(r.Context(), principalFrom(r), r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to cancel execution")
 		return
@@ -198,7 +198,7 @@ func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteExecution(w http.ResponseWriter, r *http.Request) {
-	if err := s.runs.Delete(r.Context(), principalFrom(r), r.PathValue("taskId")); err != nil {
+	if err := s.executions.Delete(r.Context(), principalFrom(r), r.PathValue("taskId")); err != nil {
 		s.fail(w, r, err, "Failed to delete execution")
 		return
 	}
@@ -206,18 +206,18 @@ func (s *Server) deleteExecution(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) configDefaults(w http.ResponseWriter, r *http.Request) {
-	timeout, err := s.runs.OrgDefaultTimeout(r.Context(), principalFrom(r))
+	d, err := s.executions.Defaults(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch defaults")
 		return
 	}
-	ok(w, obj{"data": obj{"image": s.runs.DefaultImage, "baseUrl": s.runs.DefaultBaseURL, "folder": "all",
-		"environment": "development", "timeoutSeconds": int(timeout / time.Second)}})
+	ok(w, obj{"data": obj{"image": d.Image, "baseUrl": d.BaseURL, "folder": "all",
+		"environment": "development", "timeoutSeconds": int(d.Timeout / time.Second)}})
 }
 
 func (s *Server) testsStructure(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ts, err := s.runs.TestsStructure(r.Context(), principalFrom(r), q.Get("image"), q.Get("projectId"))
+	ts, err := s.executions.TestsStructure(r.Context(), principalFrom(r), q.Get("image"), q.Get("projectId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to read test structure")
 		return
@@ -226,7 +226,7 @@ func (s *Server) testsStructure(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	m, err := s.runs.Metrics(r.Context(), principalFrom(r), r.PathValue("image"))
+	m, err := s.executions.Metrics(r.Context(), principalFrom(r), r.PathValue("image"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to compute metrics")
 		return

@@ -35,7 +35,7 @@ func (s *Server) executionLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	e, err := s.runs.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	e, err := s.executions.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch logs")
 		return
@@ -109,7 +109,7 @@ func (lw *logWriter) copy(prefix string, from, limit int64) (n int64, atEnd bool
 			want = min(want, limit-n)
 		}
 		buf = buf[:0]
-		got, err := lw.s.runs.ReadLog(lw.r.Context(), lw.e, from+n, want, func(p []byte) error {
+		got, err := lw.s.executions.ReadLog(lw.r.Context(), principalFrom(lw.r), lw.e, from+n, want, func(p []byte) error {
 			buf = append(buf, p...)
 			return nil
 		})

@@ -76,15 +76,15 @@ func principalFrom(r *http.Request) *identity.Principal {
 	return p
 }
 
-// routeOpts describe a route's access, role and rate-limit bucket.
+// routeOpts describe a route's access and rate-limit bucket. A route holds no role: the
+// service behind it decides what the caller's role allows.
 type routeOpts struct {
 	access access
-	admin  bool   // admin only (403 for others)
 	limit  string // bucket name in RateLimits; "" = none
 }
 
 // handle registers pattern with the middleware its options ask for, outermost first:
-// authentication, role, then the rate limit (keyed by organization, or by client IP on public
+// authentication, then the rate limit (keyed by organization, or by client IP on public
 // routes).
 func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
 	s.patterns = append(s.patterns, pattern)
@@ -100,23 +100,10 @@ func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
 			panic("api: an organization-keyed limit on a public route: " + pattern)
 		}
 	}
-	if o.admin {
-		next = requireAdmin(next)
-	}
 	if o.access != public {
 		next = s.authenticate(o.access == bearerOrKey, next)
 	}
 	s.mux.HandleFunc(pattern, next)
-}
-
-func requireAdmin(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !principalFrom(r).IsAdmin() {
-			writeDomainError(w, domain.Forbidden("Forbidden", "This action needs the admin role"))
-			return
-		}
-		next(w, r)
-	}
 }
 
 var (

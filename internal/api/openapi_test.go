@@ -35,7 +35,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"verdict/docs"
+	"verdict/internal/billing"
 	"verdict/internal/domain"
+	"verdict/internal/identity"
 	"verdict/internal/ratelimit"
 )
 
@@ -235,9 +237,11 @@ func (r routePattern) covers(path string) bool {
 // this package cannot import internal/app (it imports this one).
 var appMounts = []string{"/socket.io/"}
 
-// newDocTestServer builds the server with no services: routes() needs none, and the probes
-// below only reach middleware (and handlers' first checks) that answer before any service is
-// called. The limiter is real (in memory) so the rate-limit headers of public routes show.
+// newDocTestServer builds the server with the real identity and billing services over no store
+// and no payment provider: the probes below only reach middleware and the services' first
+// checks, which answer before any lookup (a malformed API key is refused on its shape, the
+// webhook test route reads only the configuration). The limiter is real (in memory) so the
+// rate-limit headers of public routes show.
 func newDocTestServer() *Server {
 	clock := domain.SystemClock
 	mounts := map[string]http.Handler{}
@@ -245,10 +249,12 @@ func newDocTestServer() *Server {
 		mounts[p] = http.NotFoundHandler()
 	}
 	return New(Deps{
-		Limiter: ratelimit.NewMemoryLimiter(clock),
-		Mounts:  mounts,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Version: "test",
+		Identity: identity.New(identity.Deps{}),
+		Billing:  billing.New(billing.Deps{}),
+		Limiter:  ratelimit.NewMemoryLimiter(clock),
+		Mounts:   mounts,
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Version:  "test",
 	})
 }
 

@@ -67,7 +67,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, derr)
 		return
 	}
-	p, err := s.runs.CreateProject(r.Context(), principalFrom(r), in)
+	p, err := s.executions.CreateProject(r.Context(), principalFrom(r), in)
 	if err != nil {
 		s.fail(w, r, err, "Failed to create project")
 		return
@@ -76,7 +76,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
-	list, err := s.runs.ListProjects(r.Context(), principalFrom(r))
+	list, err := s.executions.ListProjects(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to list projects")
 		return
@@ -89,7 +89,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
-	p, err := s.runs.GetProject(r.Context(), principalFrom(r), r.PathValue("id"))
+	p, err := s.executions.GetProject(r.Context(), principalFrom(r), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch project")
 		return
@@ -103,7 +103,7 @@ func (s *Server) patchProject(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, derr)
 		return
 	}
-	p, err := s.runs.UpdateProject(r.Context(), principalFrom(r), r.PathValue("id"), in)
+	p, err := s.executions.UpdateProject(r.Context(), principalFrom(r), r.PathValue("id"), in)
 	if err != nil {
 		s.fail(w, r, err, "Failed to update project")
 		return
@@ -112,7 +112,7 @@ func (s *Server) patchProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request) {
-	if err := s.runs.DeleteProject(r.Context(), principalFrom(r), r.PathValue("id")); err != nil {
+	if err := s.executions.DeleteProject(r.Context(), principalFrom(r), r.PathValue("id")); err != nil {
 		s.fail(w, r, err, "Failed to delete project")
 		return
 	}

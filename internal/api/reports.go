@@ -21,7 +21,7 @@ const reportCookie = "verdict_report"
 // to give: 404.
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
-	e, err := s.runs.Get(r.Context(), p, r.PathValue("taskId"))
+	e, err := s.executions.Get(r.Context(), p, r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to create report token")
 		return
@@ -94,7 +94,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		notFound()
 		return
 	}
-	e, err := s.runs.Store.Executions().Get(r.Context(), orgID, taskID)
+	e, err := s.executions.FindForReport(r.Context(), orgID, taskID)
 	if err != nil {
 		notFound()
 		return

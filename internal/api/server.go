@@ -11,10 +11,7 @@ import (
 	"time"
 
 	"verdict/internal/auth"
-	"verdict/internal/billing"
 	"verdict/internal/domain"
-	"verdict/internal/executions"
-	"verdict/internal/identity"
 	"verdict/internal/ratelimit"
 	"verdict/internal/report"
 )
@@ -33,15 +30,16 @@ type Checker struct {
 	Optional bool
 }
 
-// Deps are the services the API calls.
+// Deps are the services the API calls and its settings. Identity, Executions, Billing, JWT and
+// Limiter are required; New fills in RateLimits, Log and Clock.
 type Deps struct {
-	Identity   *identity.Service
+	Identity   Identity
+	Executions Executions
+	Billing    Billing
 	JWT        TokenVerifier
 	Limiter    *ratelimit.Limiter
 	RateLimits RateLimits // nil = DefaultRateLimits
 	Proxies    []netip.Prefix
-	Runs       *executions.Service
-	Billing    *billing.Service
 	Reports    report.Store
 	Signer     *report.Signer
 	// SecureCookies marks report cookies Secure (the public URL is https).
@@ -64,9 +62,9 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	identity      *identity.Service
-	runs          *executions.Service
-	billing       *billing.Service
+	identity      Identity
+	executions    Executions
+	billing       Billing
 	reports       report.Store
 	signer        *report.Signer
 	secureCookies bool
@@ -100,8 +98,9 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, runs: d.Runs, billing: d.Billing, reports: d.Reports, signer: d.Signer, secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits,
-		proxies: d.Proxies, ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, reports: d.Reports, signer: d.Signer,
+		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
+		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
 		s.reportsURL = strings.TrimRight(d.ReportsURL, "/")
 		s.reportsHost = reportsHost(s.reportsURL)
@@ -155,20 +154,20 @@ func (s *Server) routes() {
 
 	s.handle("GET /api/users", routeOpts{access: bearerOrKey, limit: "api"}, s.listUsers)
 	s.handle("GET /api/users/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.getUser)
-	s.handle("PATCH /api/users/{id}/role", routeOpts{access: bearer, admin: true, limit: "strict"}, s.changeRole)
-	s.handle("PATCH /api/users/{id}/status", routeOpts{access: bearer, admin: true, limit: "strict"}, s.changeStatus)
-	s.handle("DELETE /api/users/{id}", routeOpts{access: bearer, admin: true, limit: "strict"}, s.deleteUser)
+	s.handle("PATCH /api/users/{id}/role", routeOpts{access: bearer, limit: "strict"}, s.changeRole)
+	s.handle("PATCH /api/users/{id}/status", routeOpts{access: bearer, limit: "strict"}, s.changeStatus)
+	s.handle("DELETE /api/users/{id}", routeOpts{access: bearer, limit: "strict"}, s.deleteUser)
 
 	s.handle("GET /api/organization", routeOpts{access: bearerOrKey, limit: "api"}, s.getOrganization)
-	s.handle("PATCH /api/organization", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchOrganization)
+	s.handle("PATCH /api/organization", routeOpts{access: bearer, limit: "strict"}, s.patchOrganization)
 	s.handle("GET /api/organization/usage", routeOpts{access: bearerOrKey, limit: "api"}, s.usage)
-	s.handle("PATCH /api/organization/ai-analysis", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchAIAnalysis)
-	s.handle("PATCH /api/organization/features", routeOpts{access: bearer, admin: true, limit: "strict"}, s.patchFeatures)
+	s.handle("PATCH /api/organization/ai-analysis", routeOpts{access: bearer, limit: "strict"}, s.patchAIAnalysis)
+	s.handle("PATCH /api/organization/features", routeOpts{access: bearer, limit: "strict"}, s.patchFeatures)
 
-	s.handle("POST /api/invitations", routeOpts{access: bearer, admin: true, limit: "invite"}, s.invite)
-	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, admin: true, limit: "invite"}, s.invite)
-	s.handle("GET /api/invitations", routeOpts{access: bearer, admin: true, limit: "invitations"}, s.listInvitations)
-	s.handle("DELETE /api/invitations/{id}", routeOpts{access: bearer, admin: true, limit: "invitations"}, s.revokeInvitation)
+	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
+	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)
+	s.handle("GET /api/invitations", routeOpts{access: bearer, limit: "invitations"}, s.listInvitations)
+	s.handle("DELETE /api/invitations/{id}", routeOpts{access: bearer, limit: "invitations"}, s.revokeInvitation)
 	s.handle("GET /api/invitations/validate/{token}", routeOpts{access: public, limit: "invitations-public"}, s.validateInvitation)
 	s.handle("POST /api/invitations/accept", routeOpts{access: bearer, limit: "invitations"}, s.acceptInvitation)
 
@@ -178,24 +177,24 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.patchProject)
 	s.handle("DELETE /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.deleteProject)
 
-	run := routeOpts{access: bearerOrKey, limit: "executions"}
-	s.handle("POST /api/executions", run, s.queueExecution)
-	s.handle("POST /api/execution-request", run, s.queueExecution)
-	s.handle("GET /api/executions", run, s.listExecutions)
-	s.handle("GET /api/executions/{taskId}", run, s.getExecution)
-	s.handle("GET /api/executions/{taskId}/logs", run, s.executionLogs)
-	s.handle("POST /api/executions/{taskId}/cancel", run, s.cancelExecution)
-	s.handle("DELETE /api/executions/{taskId}", run, s.deleteExecution)
-	s.handle("GET /api/executions/{taskId}/report-token", run, s.reportToken)
+	execs := routeOpts{access: bearerOrKey, limit: "executions"}
+	s.handle("POST /api/executions", execs, s.queueExecution)
+	s.handle("POST /api/execution-request", execs, s.queueExecution)
+	s.handle("GET /api/executions", execs, s.listExecutions)
+	s.handle("GET /api/executions/{taskId}", execs, s.getExecution)
+	s.handle("GET /api/executions/{taskId}/logs", execs, s.executionLogs)
+	s.handle("POST /api/executions/{taskId}/cancel", execs, s.cancelExecution)
+	s.handle("DELETE /api/executions/{taskId}", execs, s.deleteExecution)
+	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)
 	s.handle("GET /config/defaults", routeOpts{access: bearerOrKey, limit: "api"}, s.configDefaults)
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
 
-	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, admin: true, limit: "strict"}, s.checkout)
-	s.handle("POST /api/billing/portal", routeOpts{access: bearer, admin: true, limit: "strict"}, s.billingPortal)
+	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
+	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)
 	s.handle("GET /api/billing/subscription", routeOpts{access: bearerOrKey, limit: "api"}, s.subscription)
-	s.handle("GET /api/billing/events", routeOpts{access: bearer, admin: true, limit: "api"}, s.billingEvents)
+	s.handle("GET /api/billing/events", routeOpts{access: bearer, limit: "api"}, s.billingEvents)
 	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
 	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
 

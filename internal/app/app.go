@@ -43,7 +43,6 @@ type App struct {
 	hub     *realtime.Hub
 	backend *docker.Backend
 	events  run.Events
-	runs    *executions.Service
 	runner  *run.Runner
 	reaper  *run.Reaper
 	mailer  *mail.Worker
@@ -161,32 +160,31 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return nil, err
 	}
 
-	alerts := &billing.Alerts{Renderer: renderer, Notify: a.mailer.Notify, Clock: clock, Log: log}
-	bill := &billing.Service{Store: st, WebhookSecret: cfg.StripeWebhookSecret, PublicURL: cfg.PublicURL,
-		Prices:   map[domain.Plan]string{domain.PlanTeam: cfg.StripePriceTeam, domain.PlanEnterprise: cfg.StripePriceEnterprise},
-		Renderer: renderer, Notify: a.mailer.Notify, Alerts: alerts, Clock: clock, Log: log}
+	alerts := billing.NewAlerts(billing.AlertsDeps{Renderer: renderer, Notify: a.mailer.Notify, Clock: clock, Log: log})
+	var provider billing.Provider // none without a secret key: the billing routes answer 503
 	if cfg.StripeSecretKey != "" {
-		bill.Provider = billing.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
+		provider = billing.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
 	}
+	bill := billing.New(billing.Deps{Store: st, Provider: provider, WebhookSecret: cfg.StripeWebhookSecret,
+		Prices:    map[domain.Plan]string{domain.PlanTeam: cfg.StripePriceTeam, domain.PlanEnterprise: cfg.StripePriceEnterprise},
+		PublicURL: cfg.PublicURL, Renderer: renderer, Notify: a.mailer.Notify, Alerts: alerts, Clock: clock, Log: log})
 
-	ids := identity.New(identity.Deps{
-		Store:   st,
-		Tokens:  jwt,
-		Lockout: auth.NewLockout(counters, clock),
-		Mailer:  &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
-		Alerts:  alerts,
-		Clock:   clock,
-		Log:     log,
-	})
-
-	hub, err := realtime.New(realtime.Options{Authenticate: socketAuth(jwt, ids, clock), RedisURL: cfg.RedisURL,
+	// The one construction cycle: the hub authenticates a socket's handshake through identity,
+	// and identity ends a member's sockets through the hub. The hub comes first (the run
+	// plane's events go through it, and identity counts runs through executions), so it gets
+	// this function, which reaches identity once ids is set below. Handshakes only arrive once
+	// the API serves, after New has returned.
+	var ids *identity.Service
+	authenticate := func(ctx context.Context, token string) (realtime.Identity, error) {
+		return socketAuth(jwt, ids, clock)(ctx, token)
+	}
+	hub, err := realtime.New(realtime.Options{Authenticate: authenticate, RedisURL: cfg.RedisURL,
 		RedisPrefix: strings.TrimSuffix(o.RedisPrefix, ":"), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("realtime: %w", err)
 	}
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
-	ids.SetSessionEnder(hub.EndUserSessions)
 	events := hubEvents{hub: hub, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
@@ -197,17 +195,29 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.closers = append(a.closers, func() { backend.Close() })
 	a.backend = backend
 	a.events = events
-	a.runs = &executions.Service{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
+	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
 		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
-	ids.SetRunCounter(a.runs)
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
 			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
 			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts}
-		a.runs.Wake, a.runs.Cancel = a.runner.Notify, a.runner.Cancel
+		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
 	}
+	execs := executions.New(execDeps)
 	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
+
+	ids = identity.New(identity.Deps{
+		Store:       st,
+		Tokens:      jwt,
+		Lockout:     auth.NewLockout(counters, clock),
+		Mailer:      &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
+		Runs:        execs,
+		Alerts:      alerts,
+		EndSessions: hub.EndUserSessions,
+		Clock:       clock,
+		Log:         log,
+	})
 
 	limits := o.RateLimits
 	if limits == nil && len(cfg.Limits) > 0 {
@@ -216,7 +226,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 	}
 	a.API = api.New(api.Deps{
-		Runs:          a.runs,
+		Identity:      ids,
+		Executions:    execs,
 		Billing:       bill,
 		Reports:       reports,
 		Signer:        signer,
@@ -224,7 +235,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		PublicURL:     cfg.PublicURL,
 		ReportsURL:    cfg.ReportsURL,
 		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
-		Identity:      ids,
 		JWT:           jwt,
 		Limiter:       limiter,
 		RateLimits:    limits,

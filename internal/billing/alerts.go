@@ -41,10 +41,32 @@ type Usage struct {
 // that caused it commits, and replicas that see the same crossing agree on one e-mail.
 // A nil *Alerts raises nothing.
 type Alerts struct {
+	renderer *mail.Renderer
+	notify   func()
+	clock    domain.Clock
+	log      *slog.Logger
+}
+
+// AlertsDeps are what Alerts needs. Renderer is required; NewAlerts fills in the others.
+type AlertsDeps struct {
 	Renderer *mail.Renderer
 	Notify   func() // wakes the mail sender; nil to wait for its next poll
 	Clock    domain.Clock
 	Log      *slog.Logger
+}
+
+// NewAlerts builds the usage alerts.
+func NewAlerts(d AlertsDeps) *Alerts {
+	if d.Notify == nil {
+		d.Notify = func() {}
+	}
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Alerts{renderer: d.Renderer, notify: d.Notify, clock: d.Clock, log: d.Log}
 }
 
 // Check raises the alerts u has reached that were not raised yet this billing period. Only the
@@ -60,7 +82,7 @@ func (a *Alerts) Check(ctx context.Context, tx store.Store, org *domain.Organiza
 	if reached <= was {
 		return nil // no threshold newly reached: the common case, without a query
 	}
-	now := a.Clock()
+	now := a.clock()
 	period, _ := domain.BillingPeriod(org, now)
 	highest := 0
 	for _, t := range domain.AlertThresholds {
@@ -78,13 +100,20 @@ func (a *Alerts) Check(ctx context.Context, tx store.Store, org *domain.Organiza
 	if highest == 0 {
 		return nil
 	}
-	a.Log.Info("usage alert", "org", org.ID, "resource", u.Resource, "threshold", highest, "used", u.Used, "limit", u.Limit)
-	c, err := a.Renderer.UsageAlert(mail.UsageAlertData{OrganizationName: org.Name, Resource: resourceNames[u.Resource],
+	a.log.Info("usage alert", "org", org.ID, "resource", u.Resource, "threshold", highest, "used", u.Used, "limit", u.Limit)
+	c, err := a.renderer.UsageAlert(mail.UsageAlertData{OrganizationName: org.Name, Resource: resourceNames[u.Resource],
 		Percent: highest, Used: u.Used, Limit: u.Limit, Bytes: u.Resource == ResourceStorage, Plan: org.Plan, Note: u.Note})
 	if err != nil {
 		return err
 	}
-	return mailAdmins(ctx, tx, org.ID, c, now, a.Notify)
+	return mailAdmins(ctx, tx, org.ID, c, now, a.notify)
+}
+
+// MemberJoined raises the users alerts that one more active member, after activeBefore, may
+// set off (identity.Alerts).
+func (a *Alerts) MemberJoined(ctx context.Context, tx store.Store, org *domain.Organization, activeBefore int) error {
+	return a.Check(ctx, tx, org, Usage{Resource: ResourceUsers, Used: int64(activeBefore + 1),
+		Before: int64(activeBefore), Limit: int64(org.Limits().MaxUsers)})
 }
 
 // CheckAll checks every resource, e.g. after a plan change moved the limits.
@@ -92,7 +121,7 @@ func (a *Alerts) CheckAll(ctx context.Context, tx store.Store, org *domain.Organ
 	if a == nil {
 		return nil
 	}
-	start, _ := domain.BillingPeriod(org, a.Clock())
+	start, _ := domain.BillingPeriod(org, a.clock())
 	runs, err := tx.Executions().CountSince(ctx, org.ID, start)
 	if err != nil {
 		return err
@@ -137,8 +166,6 @@ func mailAdmins(ctx context.Context, tx store.Store, orgID string, c mail.Conten
 	if err := mail.Enqueue(ctx, tx.Outbox(), c.Message(to...), now); err != nil {
 		return err
 	}
-	if notify != nil {
-		notify() // the sender's claim waits for this transaction on SQLite, or finds it on its next poll
-	}
+	notify() // the sender's claim waits for this transaction on SQLite, or finds it on its next poll
 	return nil
 }

@@ -12,12 +12,28 @@ import (
 	"time"
 
 	"verdict/internal/domain"
+	"verdict/internal/identity"
 	"verdict/internal/mail"
 	"verdict/internal/store"
 )
 
 // Service is the billing service.
 type Service struct {
+	store         store.Store
+	provider      Provider
+	webhookSecret string
+	prices        map[domain.Plan]string
+	publicURL     string
+	renderer      *mail.Renderer
+	notify        func()
+	alerts        *Alerts
+	clock         domain.Clock
+	log           *slog.Logger
+}
+
+// Deps are the Service's collaborators and settings. Store and Renderer are required; New fills
+// in the others.
+type Deps struct {
 	Store    store.Store
 	Provider Provider // nil when no secret key is configured: billing routes answer 503
 	// WebhookSecret verifies the provider's event signatures; empty: the webhook answers 503.
@@ -25,10 +41,25 @@ type Service struct {
 	Prices        map[domain.Plan]string // plan → the provider's price ID
 	PublicURL     string                 // where checkout and the portal send people back
 	Renderer      *mail.Renderer
-	Notify        func() // wakes the mail sender after e-mails were queued
+	Notify        func() // wakes the mail sender after e-mails were queued; nil: its next poll
 	Alerts        *Alerts
 	Clock         domain.Clock
 	Log           *slog.Logger
+}
+
+// New builds a Service.
+func New(d Deps) *Service {
+	if d.Notify == nil {
+		d.Notify = func() {}
+	}
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{store: d.Store, provider: d.Provider, webhookSecret: d.WebhookSecret, prices: d.Prices,
+		publicURL: d.PublicURL, renderer: d.Renderer, notify: d.Notify, alerts: d.Alerts, clock: d.Clock, log: d.Log}
 }
 
 // Where the provider's pages send people back to, under the public URL.
@@ -46,17 +77,20 @@ var (
 )
 
 // Configured reports whether the provider's API can be called.
-func (s *Service) Configured() bool { return s != nil && s.Provider != nil }
+func (s *Service) Configured() bool { return s.provider != nil }
 
 // WebhookConfigured reports whether provider events can be verified.
-func (s *Service) WebhookConfigured() bool { return s != nil && s.WebhookSecret != "" }
+func (s *Service) WebhookConfigured() bool { return s.webhookSecret != "" }
 
 // Checkout is a started checkout session.
 type Checkout struct{ URL, SessionID string }
 
-// StartCheckout opens a subscription checkout for a configured price or a paid plan,
-// creating the organization's provider customer on first use.
-func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID, planID string) (*Checkout, error) {
+// StartCheckout opens a subscription checkout for a configured price or a paid plan (admin
+// only), creating the organization's provider customer, under the admin's e-mail, on first use.
+func (s *Service) StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*Checkout, error) {
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
+	}
 	if !s.Configured() {
 		return nil, errNotConfigured
 	}
@@ -64,7 +98,7 @@ func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID,
 	if err != nil {
 		return nil, err
 	}
-	org, err := s.Store.Organizations().Get(ctx, orgID)
+	org, err := s.store.Organizations().Get(ctx, p.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +106,14 @@ func (s *Service) StartCheckout(ctx context.Context, orgID, adminEmail, priceID,
 		return nil, domain.Conflict("Subscription exists",
 			"The organization already has a subscription; change or cancel it in the customer portal (POST /api/billing/portal)")
 	}
-	customer, err := s.customer(ctx, org, adminEmail)
+	customer, err := s.customer(ctx, org, p.User.Email)
 	if err != nil {
 		return nil, err
 	}
-	url, id, err := s.Provider.CreateCheckout(ctx, CheckoutRequest{OrganizationID: org.ID, CustomerID: customer,
-		PriceID: price, Plan: plan, SuccessURL: s.PublicURL + checkoutSuccessPath, CancelURL: s.PublicURL + checkoutCancelPath})
+	url, id, err := s.provider.CreateCheckout(ctx, CheckoutRequest{OrganizationID: org.ID, CustomerID: customer,
+		PriceID: price, Plan: plan, SuccessURL: s.publicURL + checkoutSuccessPath, CancelURL: s.publicURL + checkoutCancelPath})
 	if err != nil {
-		s.Log.Error("creating a checkout session failed", "org", org.ID, "err", err)
+		s.log.Error("creating a checkout session failed", "org", org.ID, "err", err)
 		return nil, errProvider
 	}
 	return &Checkout{URL: url, SessionID: id}, nil
@@ -98,18 +132,18 @@ func (s *Service) resolvePrice(priceID, planID string) (domain.Plan, string, err
 		if plan != domain.PlanTeam && plan != domain.PlanEnterprise {
 			return "", "", domain.BadRequest("Invalid plan", "planId must be team or enterprise")
 		}
-		if s.Prices[plan] == "" {
+		if s.prices[plan] == "" {
 			return "", "", domain.Unavailable("Plan not available",
 				"No price is configured for the "+planID+" plan (STRIPE_PRICE_"+strings.ToUpper(planID)+")")
 		}
-		return plan, s.Prices[plan], nil
+		return plan, s.prices[plan], nil
 	}
 	return "", "", domain.BadRequest("Missing required fields", "priceId or planId is required")
 }
 
 // planForPrice is the plan a configured price pays for, or "".
 func (s *Service) planForPrice(price string) domain.Plan {
-	for plan, id := range s.Prices {
+	for plan, id := range s.prices {
 		if id != "" && id == price {
 			return plan
 		}
@@ -124,12 +158,12 @@ func (s *Service) customer(ctx context.Context, org *domain.Organization, email 
 	if org.Billing.ProviderCustomerID != "" {
 		return org.Billing.ProviderCustomerID, nil
 	}
-	id, err := s.Provider.CreateCustomer(ctx, org.ID, org.Name, email)
+	id, err := s.provider.CreateCustomer(ctx, org.ID, org.Name, email)
 	if err != nil {
-		s.Log.Error("creating the payment provider's customer failed", "org", org.ID, "err", err)
+		s.log.Error("creating the payment provider's customer failed", "org", org.ID, "err", err)
 		return "", errProvider
 	}
-	err = s.Store.InTx(ctx, func(tx store.Store) error {
+	err = s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, org.ID); err != nil {
 			return err
 		}
@@ -146,28 +180,31 @@ func (s *Service) customer(ctx context.Context, org *domain.Organization, email 
 	})
 	if errors.Is(err, store.ErrConflict) {
 		// The provider gave an ID another organization holds: never link two tenants to one customer.
-		s.Log.Error("payment provider customer already linked to another organization", "org", org.ID, "customer", id)
+		s.log.Error("payment provider customer already linked to another organization", "org", org.ID, "customer", id)
 		return "", errProvider
 	}
 	return id, err
 }
 
 // OpenPortal opens the provider's customer portal, where admins change plan, payment method
-// and invoices.
-func (s *Service) OpenPortal(ctx context.Context, orgID string) (string, error) {
+// and invoices (admin only).
+func (s *Service) OpenPortal(ctx context.Context, p *identity.Principal) (string, error) {
+	if err := p.RequireAdmin(); err != nil {
+		return "", err
+	}
 	if !s.Configured() {
 		return "", errNotConfigured
 	}
-	org, err := s.Store.Organizations().Get(ctx, orgID)
+	org, err := s.store.Organizations().Get(ctx, p.OrgID)
 	if err != nil {
 		return "", err
 	}
 	if org.Billing.ProviderCustomerID == "" {
 		return "", domain.BadRequest("No billing account", "The organization has no billing account yet; start a checkout first")
 	}
-	url, err := s.Provider.CreatePortal(ctx, org.Billing.ProviderCustomerID, s.PublicURL+portalReturnPath)
+	url, err := s.provider.CreatePortal(ctx, org.Billing.ProviderCustomerID, s.publicURL+portalReturnPath)
 	if err != nil {
-		s.Log.Error("creating a customer portal session failed", "org", org.ID, "err", err)
+		s.log.Error("creating a customer portal session failed", "org", org.ID, "err", err)
 		return "", errProvider
 	}
 	return url, nil
@@ -177,15 +214,18 @@ func (s *Service) OpenPortal(ctx context.Context, orgID string) (string, error) 
 const MaxEventsListed = 200
 
 // Events lists the organization's webhook log, newest first: which provider events arrived
-// and what became of them.
-func (s *Service) Events(ctx context.Context, orgID string, limit int) ([]store.BillingEvent, error) {
+// and what became of them (admin only).
+func (s *Service) Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error) {
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
+	}
 	if !s.Configured() {
 		return nil, errNotConfigured
 	}
 	if limit <= 0 || limit > MaxEventsListed {
 		return nil, domain.BadRequest("Validation error", fmt.Sprintf("limit must be between 1 and %d", MaxEventsListed))
 	}
-	return s.Store.BillingEvents().List(ctx, orgID, limit)
+	return s.store.BillingEvents().List(ctx, p.OrgID, limit)
 }
 
 // Subscription is the organization's plan and subscription as Verdict knows it.
@@ -197,16 +237,16 @@ type Subscription struct {
 	StorageUsed            int64
 }
 
-// Subscription reads the organization's subscription.
-func (s *Service) Subscription(ctx context.Context, orgID string) (*Subscription, error) {
+// Subscription reads the organization's subscription (every role).
+func (s *Service) Subscription(ctx context.Context, p *identity.Principal) (*Subscription, error) {
 	if !s.Configured() {
 		return nil, errNotConfigured
 	}
-	org, err := s.Store.Organizations().Get(ctx, orgID)
+	org, err := s.store.Organizations().Get(ctx, p.OrgID)
 	if err != nil {
 		return nil, err
 	}
-	start, end := domain.BillingPeriod(org, s.Clock())
+	start, end := domain.BillingPeriod(org, s.clock())
 	return &Subscription{Plan: org.Plan, Billing: org.Billing, PeriodStart: start, PeriodEnd: end,
 		Limits: org.Limits(), StorageUsed: org.StorageUsedBytes}, nil
 }

@@ -51,7 +51,7 @@ func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature s
 	if signature == "" {
 		return nil, errNoSignature
 	}
-	ev, err := webhook.ConstructEventWithOptions(payload, signature, s.WebhookSecret,
+	ev, err := webhook.ConstructEventWithOptions(payload, signature, s.webhookSecret,
 		webhook.ConstructEventOptions{Tolerance: SignatureTolerance, IgnoreAPIVersionMismatch: true})
 	if err != nil {
 		return nil, signatureError(err)
@@ -59,15 +59,15 @@ func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature s
 	if ev.ID == "" || ev.Type == "" {
 		return nil, domain.BadRequest("Invalid payload", "The event has no id or type")
 	}
-	if _, err := s.Store.BillingEvents().Get(ctx, ev.ID); err == nil {
+	if _, err := s.store.BillingEvents().Get(ctx, ev.ID); err == nil {
 		return &WebhookResult{Duplicate: true}, nil // the common redelivery, answered without a transaction
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	var o outcome
-	err = s.Store.InTx(ctx, func(tx store.Store) error {
+	err = s.store.InTx(ctx, func(tx store.Store) error {
 		entry := &store.BillingEvent{EventID: ev.ID, EventType: string(ev.Type), Status: store.EventSuccess,
-			Payload: payload, CreatedAt: time.Unix(ev.Created, 0).UTC(), ProcessedAt: s.Clock()}
+			Payload: payload, CreatedAt: time.Unix(ev.Created, 0).UTC(), ProcessedAt: s.clock()}
 		if err := tx.BillingEvents().Record(ctx, entry); errors.Is(err, store.ErrConflict) {
 			return errDuplicate
 		} else if err != nil {
@@ -89,7 +89,7 @@ func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature s
 	if err != nil {
 		return nil, err // nothing was recorded: the provider retries the delivery
 	}
-	log := s.Log.With("event", ev.ID, "type", ev.Type, "org", o.orgID)
+	log := s.log.With("event", ev.ID, "type", ev.Type, "org", o.orgID)
 	switch {
 	case o.errText != "":
 		log.Error("billing event not applied", "error", o.errText)
@@ -217,7 +217,7 @@ func (c *change) subscription(typ stripe.EventType, sub *stripe.Subscription) (e
 		c.b.CurrentPeriodStart, c.b.CurrentPeriodEnd = nil, nil
 		c.b.EventAt = &c.at
 		c.setStatus(domain.BillingCanceled)
-		c.render(c.s.Renderer.SubscriptionCanceled(mail.SubscriptionCanceledData{OrganizationName: c.org.Name, PreviousPlan: previous}))
+		c.render(c.s.renderer.SubscriptionCanceled(mail.SubscriptionCanceledData{OrganizationName: c.org.Name, PreviousPlan: previous}))
 		return "", ""
 	}
 	plan, price := c.s.planOf(sub)
@@ -244,7 +244,7 @@ func (c *change) paymentSucceeded(inv *stripe.Invoice) {
 		c.b.LastPaymentDate, c.b.LastPaymentAmount = &paid, &amount
 	}
 	c.setStatus(domain.BillingActive)
-	c.render(c.s.Renderer.PaymentSucceeded(mail.PaymentSucceededData{OrganizationName: c.org.Name,
+	c.render(c.s.renderer.PaymentSucceeded(mail.PaymentSucceededData{OrganizationName: c.org.Name,
 		AmountMinor: inv.AmountPaid, Currency: string(inv.Currency), PaidAt: paid}))
 }
 
@@ -256,15 +256,15 @@ func (c *change) paymentFailed(inv *stripe.Invoice) {
 		return // a notice older than the state applied (e.g. a later payment went through)
 	}
 	c.setStatus(domain.BillingPastDue)
-	c.s.Log.Warn("payment failed: needs manual review", "org", c.org.ID, "invoice", inv.ID,
+	c.s.log.Warn("payment failed: needs manual review", "org", c.org.ID, "invoice", inv.ID,
 		"amountDue", inv.AmountDue, "currency", inv.Currency, "attempt", inv.AttemptCount)
-	c.render(c.s.Renderer.PaymentFailed(mail.PaymentFailedData{OrganizationName: c.org.Name,
+	c.render(c.s.renderer.PaymentFailed(mail.PaymentFailedData{OrganizationName: c.org.Name,
 		AmountMinor: inv.AmountDue, Currency: string(inv.Currency)}))
 }
 
 func (c *change) render(content mail.Content, err error) {
 	if err != nil {
-		c.s.Log.Error("rendering a billing e-mail failed", "org", c.org.ID, "err", err)
+		c.s.log.Error("rendering a billing e-mail failed", "org", c.org.ID, "err", err)
 		return
 	}
 	c.mail = append(c.mail, content)
@@ -277,7 +277,7 @@ func (c *change) save() error {
 		return err
 	}
 	for _, m := range c.mail {
-		if err := mailAdmins(c.ctx, c.tx, c.org.ID, m, c.s.Clock(), c.s.Notify); err != nil {
+		if err := mailAdmins(c.ctx, c.tx, c.org.ID, m, c.s.clock(), c.s.notify); err != nil {
 			return err
 		}
 	}
@@ -285,7 +285,7 @@ func (c *change) save() error {
 		return nil
 	}
 	c.org.Plan, c.org.Billing = c.plan, c.b
-	return c.s.Alerts.CheckAll(c.ctx, c.tx, c.org)
+	return c.s.alerts.CheckAll(c.ctx, c.tx, c.org)
 }
 
 func sameTime(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }

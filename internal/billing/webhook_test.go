@@ -79,9 +79,9 @@ func TestWebhookFailureLeavesNothingSoTheRetryApplies(t *testing.T) {
 				t.Fatal(err)
 			}
 			var fail atomic.Bool
-			svc := &billing.Service{Store: failingStore{st, &fail}, WebhookSecret: "whsec_1", Renderer: renderer,
+			svc := billing.New(billing.Deps{Store: failingStore{st, &fail}, WebhookSecret: "whsec_1", Renderer: renderer,
 				Prices: map[domain.Plan]string{domain.PlanTeam: "price_team"}, Clock: clock.Now,
-				Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
+				Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))})
 
 			payload, _ := json.Marshal(map[string]any{"id": "evt_1", "object": "event", "type": "customer.subscription.created",
 				"created": clock.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "sub_1", "object": "subscription",
@@ -136,8 +136,8 @@ func TestWebhookLogsForOperators(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	svc := &billing.Service{Store: st, WebhookSecret: "whsec_1", Renderer: renderer, Clock: func() time.Time { return now },
-		Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	svc := billing.New(billing.Deps{Store: st, WebhookSecret: "whsec_1", Renderer: renderer, Clock: func() time.Time { return now },
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	deliver := func(id, customer string) {
 		t.Helper()
 		payload, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "invoice.payment_failed",

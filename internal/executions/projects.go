@@ -39,12 +39,12 @@ func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in P
 	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
 		return nil, domain.BadRequest("Missing required fields", "name is required")
 	}
-	now := s.Clock()
-	proj := &domain.Project{ID: s.NewID(), OrganizationID: p.OrgID, TargetURLs: map[string]string{}, CreatedAt: now, UpdatedAt: now}
+	now := s.clock()
+	proj := &domain.Project{ID: s.newID(), OrganizationID: p.OrgID, TargetURLs: map[string]string{}, CreatedAt: now, UpdatedAt: now}
 	if err := s.applyProjectInput(proj, in, nil); err != nil {
 		return nil, err
 	}
-	err := s.Store.InTx(ctx, func(tx store.Store) error {
+	err := s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *Service) CreateProject(ctx context.Context, p *identity.Principal, in P
 		if err := tx.Projects().Create(ctx, proj); err != nil {
 			return conflict(err)
 		}
-		return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceProjects,
+		return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceProjects,
 			Used: int64(n + 1), Before: int64(n), Limit: int64(org.Limits().MaxProjects)})
 	})
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Service) UpdateProject(ctx context.Context, p *identity.Principal, id s
 	if !p.CanWrite() {
 		return nil, errReadOnly
 	}
-	proj, err := s.Store.Projects().Get(ctx, p.OrgID, id)
+	proj, err := s.store.Projects().Get(ctx, p.OrgID, id)
 	if err != nil {
 		return nil, notFound(err, errProject404)
 	}
@@ -91,8 +91,8 @@ func (s *Service) UpdateProject(ctx context.Context, p *identity.Principal, id s
 	if err := s.applyProjectInput(proj, in, old); err != nil {
 		return nil, err
 	}
-	proj.UpdatedAt = s.Clock()
-	if err := conflict(s.Store.Projects().Update(ctx, proj)); err != nil {
+	proj.UpdatedAt = s.clock()
+	if err := conflict(s.store.Projects().Update(ctx, proj)); err != nil {
 		return nil, notFound(err, errProject404)
 	}
 	return proj, nil
@@ -100,13 +100,13 @@ func (s *Service) UpdateProject(ctx context.Context, p *identity.Principal, id s
 
 // GetProject returns a project of the caller's organization.
 func (s *Service) GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error) {
-	proj, err := s.Store.Projects().Get(ctx, p.OrgID, id)
+	proj, err := s.store.Projects().Get(ctx, p.OrgID, id)
 	return proj, notFound(err, errProject404)
 }
 
 // ListProjects lists the organization's projects.
 func (s *Service) ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error) {
-	return s.Store.Projects().List(ctx, p.OrgID)
+	return s.store.Projects().List(ctx, p.OrgID)
 }
 
 // DeleteProject deletes a project; its runs stay.
@@ -114,7 +114,7 @@ func (s *Service) DeleteProject(ctx context.Context, p *identity.Principal, id s
 	if !p.CanWrite() {
 		return errReadOnly
 	}
-	return notFound(s.Store.Projects().Delete(ctx, p.OrgID, id), errProject404)
+	return notFound(s.store.Projects().Delete(ctx, p.OrgID, id), errProject404)
 }
 
 // applyProjectInput validates in and applies it to proj, sealing new secrets. A secret sent
@@ -203,7 +203,7 @@ func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old [
 						return domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
 					}
 				} else {
-					sealed, err := s.Box.Seal([]byte(v.Value))
+					sealed, err := s.box.Seal([]byte(v.Value))
 					if err != nil {
 						return err
 					}

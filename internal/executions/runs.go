@@ -17,7 +17,19 @@ func (s *Service) Get(ctx context.Context, p *identity.Principal, taskID string)
 	if !domain.ValidTaskID(taskID) {
 		return nil, errNotFound
 	}
-	e, err := s.Store.Executions().Get(ctx, p.OrgID, taskID)
+	e, err := s.store.Executions().Get(ctx, p.OrgID, taskID)
+	return e, notFound(err, errNotFound)
+}
+
+// FindForReport finds a run of organization orgID for the report route, the one request that
+// reaches a service without a principal: its credential is checked after this lookup, because a
+// signed report link is bound to the execution's ID, which only the execution found here tells.
+// The caller checks the credential before serving anything of the run.
+func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
+	if !domain.ValidTaskID(taskID) {
+		return nil, errNotFound
+	}
+	e, err := s.store.Executions().Get(ctx, orgID, taskID)
 	return e, notFound(err, errNotFound)
 }
 
@@ -28,17 +40,21 @@ func (s *Service) List(ctx context.Context, p *identity.Principal, f store.Execu
 			return nil, 0, domain.BadRequest("Validation error", "unknown status "+quote(string(st)))
 		}
 	}
-	return s.Store.Executions().List(ctx, p.OrgID, f)
+	return s.store.Executions().List(ctx, p.OrgID, f)
 }
 
 // ReadLog passes fn the log of e (a run found with Get) from byte offset from, a stored chunk
 // at a time, and stops after limit bytes (limit < 0: at its end). It returns the bytes passed.
-func (s *Service) ReadLog(ctx context.Context, e *domain.Execution, from, limit int64, fn func(p []byte) error) (int64, error) {
-	return s.Store.Logs().ReadFrom(ctx, e.ID, from, limit, fn)
+// The log store is keyed by execution ID alone, so the run's organization is checked here.
+func (s *Service) ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func(chunk []byte) error) (int64, error) {
+	if e.OrganizationID != p.OrgID {
+		return 0, errNotFound
+	}
+	return s.store.Logs().ReadFrom(ctx, e.ID, from, limit, fn)
 }
 
-// CancelRun cancels a pending run at once, or asks the runner of a running one to stop it.
-func (s *Service) CancelRun(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+// Cancel cancels a pending run at once, or asks the runner of a running one to stop it.
+func (s *Service) Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
 	if !p.CanWrite() {
 		return nil, errReadOnly
 	}
@@ -46,21 +62,21 @@ func (s *Service) CancelRun(ctx context.Context, p *identity.Principal, taskID s
 	if err != nil {
 		return nil, err
 	}
-	now, err := s.Store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.Clock())
+	now, err := s.store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.clock())
 	switch {
 	case errors.Is(err, store.ErrGuard):
 		return nil, domain.Conflict("Execution already finished", "The execution has already ended with "+string(e.Status))
 	case err != nil:
 		return nil, notFound(err, errNotFound)
 	}
-	if !now && s.Cancel != nil {
-		s.Cancel(e.ID)
+	if !now {
+		s.stop(e.ID)
 	}
-	if e, err = s.Store.Executions().Get(ctx, p.OrgID, taskID); err != nil {
+	if e, err = s.store.Executions().Get(ctx, p.OrgID, taskID); err != nil {
 		return nil, err
 	}
 	if now {
-		s.Events.ExecutionUpdated(e)
+		s.events.ExecutionUpdated(e)
 	}
 	return e, nil
 }
@@ -76,25 +92,23 @@ func (s *Service) Delete(ctx context.Context, p *identity.Principal, taskID stri
 		return err
 	}
 	if !e.Status.Final() {
-		if _, err := s.Store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.Clock()); err != nil && !errors.Is(err, store.ErrGuard) {
+		if _, err := s.store.Executions().RequestCancel(ctx, p.OrgID, taskID, s.clock()); err != nil && !errors.Is(err, store.ErrGuard) {
 			return err
 		}
-		if s.Cancel != nil {
-			s.Cancel(e.ID)
-		}
+		s.stop(e.ID)
 	}
-	if err := s.Store.Logs().DeleteAll(ctx, e.ID); err != nil {
+	if err := s.store.Logs().DeleteAll(ctx, e.ID); err != nil {
 		return err
 	}
-	if err := s.Store.Executions().Delete(ctx, p.OrgID, taskID); err != nil {
+	if err := s.store.Executions().Delete(ctx, p.OrgID, taskID); err != nil {
 		return notFound(err, errNotFound)
 	}
-	freed, err := s.Reports.Delete(ctx, p.OrgID, taskID)
+	freed, err := s.reports.Delete(ctx, p.OrgID, taskID)
 	if err != nil {
-		s.Log.Warn("deleting a run's reports failed", "task", taskID, "err", err)
+		s.log.Warn("deleting a run's reports failed", "task", taskID, "err", err)
 	}
 	if freed > 0 {
-		if err := s.Store.Organizations().AddStorageUsed(ctx, p.OrgID, -freed); err != nil {
+		if err := s.store.Organizations().AddStorageUsed(ctx, p.OrgID, -freed); err != nil {
 			return err
 		}
 	}
@@ -116,7 +130,7 @@ const metricsSample = 20
 
 // Metrics computes insights over the organization's last finished runs of an image.
 func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image string) (*Metrics, error) {
-	runs, err := s.Store.Executions().ListFinishedForImage(ctx, p.OrgID, image, metricsSample)
+	runs, err := s.store.Executions().ListFinishedForImage(ctx, p.OrgID, image, metricsSample)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +142,7 @@ func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image stri
 	passed := 0
 	flaky := map[string]bool{}
 	for i := range runs {
-		total += runs[i].DurationMs(s.Clock())
+		total += runs[i].DurationMs(s.clock())
 		if runs[i].Status == domain.ExecPassed || runs[i].Status == domain.ExecUnstable {
 			passed++
 		}
@@ -139,7 +153,7 @@ func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image stri
 		}
 	}
 	m.AverageDurationMs = total / int64(len(runs))
-	m.LastRunDurationMs = runs[0].DurationMs(s.Clock())
+	m.LastRunDurationMs = runs[0].DurationMs(s.clock())
 	m.PassRate = float64(passed*1000/len(runs)) / 10
 	lastFailed := runs[0].Status == domain.ExecFailed || runs[0].Status == domain.ExecError
 	prevPassed := len(runs) > 1 && (runs[1].Status == domain.ExecPassed || runs[1].Status == domain.ExecUnstable)
@@ -165,7 +179,7 @@ type TestsStructure struct {
 // open port from a closed one).
 func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*TestsStructure, error) {
 	if projectID != "" {
-		proj, err := s.Store.Projects().Get(ctx, p.OrgID, projectID)
+		proj, err := s.store.Projects().Get(ctx, p.OrgID, projectID)
 		if err != nil {
 			return nil, notFound(err, errProject404)
 		}
@@ -174,7 +188,7 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 		}
 	}
 	if image == "" {
-		image = s.DefaultImage
+		image = s.defaultImage
 	}
 	if image == "" {
 		return nil, domain.BadRequest("Missing required fields", "image or projectId is required")
@@ -182,18 +196,18 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 	if !domain.ValidImage(image) {
 		return nil, domain.BadRequest("Validation error", "image "+quote(image)+" is not a valid image reference")
 	}
-	org, err := s.Store.Organizations().Get(ctx, p.OrgID)
+	org, err := s.store.Organizations().Get(ctx, p.OrgID)
 	if err != nil {
 		return nil, err
 	}
 	if !s.imageAllowed(image, org) {
 		return nil, errImageNotAllowed(image)
 	}
-	if s.Backend == nil {
+	if s.backend == nil {
 		return nil, domain.Unavailable("Runner unavailable", "No Docker engine is configured")
 	}
 	const root = "/app/tests"
-	dirs, err := s.Backend.ListDir(ctx, image, root, p.CanWrite())
+	dirs, err := s.backend.ListDir(ctx, image, root, p.CanWrite())
 	switch {
 	case errors.Is(err, run.ErrPathNotFound):
 		return &TestsStructure{Image: image, Folders: []string{}, Note: "The image has no " + root + " folder"}, nil
@@ -203,7 +217,7 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 		}
 		return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on the Docker engine and could not be pulled")
 	case err != nil:
-		s.Log.Warn("reading an image's test folders failed", "image", image, "err", err)
+		s.log.Warn("reading an image's test folders failed", "image", image, "err", err)
 		return nil, domain.NewError(502, "Image inspection failed", "The Docker engine could not read the test folders of "+quote(image))
 	}
 	out := &TestsStructure{Image: image, Folders: dirs}

@@ -23,13 +23,33 @@ import (
 
 // Service is the executions service.
 type Service struct {
+	store          store.Store
+	box            *secretbox.Box
+	backend        run.Backend
+	reports        report.Store
+	events         run.Events
+	wake           func()
+	stop           func(executionID string)
+	alerts         *billing.Alerts
+	clock          domain.Clock
+	newID          domain.IDGen
+	log            *slog.Logger
+	defaultImage   string
+	defaultBaseURL string
+	allowedImages  []string
+	planTimeouts   map[domain.Plan]time.Duration
+}
+
+// Deps are the Service's collaborators and settings. Store, Box, Reports and Events are
+// required; New fills in the others.
+type Deps struct {
 	Store   store.Store
 	Box     *secretbox.Box
 	Backend run.Backend // for tests-structure; nil when no engine is configured
 	Reports report.Store
 	Events  run.Events
-	Wake    func()                   // wakes the embedded runner after a run is queued
-	Cancel  func(executionID string) // stops a run held by the embedded runner at once
+	Wake    func()                   // wakes the embedded runner after a run is queued; nil: none
+	Stop    func(executionID string) // stops a run held by the embedded runner at once; nil: none
 	Alerts  *billing.Alerts          // usage alerts as runs and projects are added; nil: none
 	Clock   domain.Clock
 	NewID   domain.IDGen
@@ -42,6 +62,29 @@ type Service struct {
 	AllowedImages []string
 	// PlanTimeouts cap a run's timeout per plan; a plan without an entry is capped at 24 h.
 	PlanTimeouts map[domain.Plan]time.Duration
+}
+
+// New builds a Service.
+func New(d Deps) *Service {
+	if d.Wake == nil {
+		d.Wake = func() {}
+	}
+	if d.Stop == nil {
+		d.Stop = func(string) {}
+	}
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.NewID == nil {
+		d.NewID = domain.NewID
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{store: d.Store, box: d.Box, backend: d.Backend, reports: d.Reports, events: d.Events,
+		wake: d.Wake, stop: d.Stop, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log,
+		defaultImage: d.DefaultImage, defaultBaseURL: d.DefaultBaseURL, allowedImages: d.AllowedImages,
+		planTimeouts: d.PlanTimeouts}
 }
 
 var (
@@ -58,34 +101,42 @@ func errImageNotAllowed(image string) *domain.Error {
 
 // imageAllowed applies the server's and the organization's image policy.
 func (s *Service) imageAllowed(image string, org *domain.Organization) bool {
-	return domain.ImageAllowed(image, s.AllowedImages, org.AllowedImages)
+	return domain.ImageAllowed(image, s.allowedImages, org.AllowedImages)
 }
 
-// TimeoutCap is the longest timeout a run of the plan may have.
-func (s *Service) TimeoutCap(plan domain.Plan) time.Duration {
-	if d, ok := s.PlanTimeouts[plan]; ok {
+// timeoutCap is the longest timeout a run of the plan may have.
+func (s *Service) timeoutCap(plan domain.Plan) time.Duration {
+	if d, ok := s.planTimeouts[plan]; ok {
 		return d
 	}
 	return maxTimeoutSeconds * time.Second
 }
 
-// DefaultTimeout is the timeout of a run that sets none: the house default, within the plan's cap.
-func (s *Service) DefaultTimeout(plan domain.Plan) time.Duration {
-	return min(domain.DefaultTimeout, s.TimeoutCap(plan))
+// defaultTimeout is the timeout of a run that sets none: the house default, within the plan's cap.
+func (s *Service) defaultTimeout(plan domain.Plan) time.Duration {
+	return min(domain.DefaultTimeout, s.timeoutCap(plan))
 }
 
-// OrgDefaultTimeout is DefaultTimeout for the caller's organization's plan.
-func (s *Service) OrgDefaultTimeout(ctx context.Context, p *identity.Principal) (time.Duration, error) {
-	org, err := s.Store.Organizations().Get(ctx, p.OrgID)
+// Defaults are what a run that names neither image nor project gets, for the caller's
+// organization.
+type Defaults struct {
+	Image   string
+	BaseURL string
+	Timeout time.Duration // within the plan's cap
+}
+
+// Defaults answers the run defaults for the caller's organization (every role).
+func (s *Service) Defaults(ctx context.Context, p *identity.Principal) (*Defaults, error) {
+	org, err := s.store.Organizations().Get(ctx, p.OrgID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return s.DefaultTimeout(org.Plan), nil
+	return &Defaults{Image: s.defaultImage, BaseURL: s.defaultBaseURL, Timeout: s.defaultTimeout(org.Plan)}, nil
 }
 
 // CountRunsSince counts the runs an organization queued since a moment (plan usage).
 func (s *Service) CountRunsSince(ctx context.Context, orgID string, since time.Time) (int, error) {
-	return s.Store.Executions().CountSince(ctx, orgID, since)
+	return s.store.Executions().CountSince(ctx, orgID, since)
 }
 
 // QueueInput is the body of POST /api/executions.
@@ -141,12 +192,12 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		return nil, domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
 	}
 	env := run.RunEnv{Vars: map[string]string{}}
-	e := &domain.Execution{ID: s.NewID(), OrganizationID: p.OrgID, TaskID: in.TaskID, Image: strings.TrimSpace(in.Image),
+	e := &domain.Execution{ID: s.newID(), OrganizationID: p.OrgID, TaskID: in.TaskID, Image: strings.TrimSpace(in.Image),
 		Command: in.Command, Environment: in.Environment, BaseURL: in.BaseURL, Folder: in.Folder,
 		TimeoutSeconds: in.TimeoutSeconds, TriggeredBy: p.UserID, ViaAPIKey: p.APIKeyID != "",
-		Status: domain.ExecPending, QueuedAt: s.Clock()}
+		Status: domain.ExecPending, QueuedAt: s.clock()}
 	if in.ProjectID != "" {
-		proj, err := s.Store.Projects().Get(ctx, p.OrgID, in.ProjectID)
+		proj, err := s.store.Projects().Get(ctx, p.OrgID, in.ProjectID)
 		if err != nil {
 			return nil, notFound(err, errProject404)
 		}
@@ -158,7 +209,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		return nil, domain.BadRequest("Validation error", "environment must be development, staging or production")
 	}
 	if e.Image == "" {
-		e.Image = s.DefaultImage
+		e.Image = s.defaultImage
 	}
 	if e.Image == "" {
 		return nil, domain.BadRequest("Missing required fields", "image is required unless projectId names a project with an image")
@@ -167,7 +218,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		return nil, domain.BadRequest("Validation error", "image "+quote(e.Image)+" is not a valid image reference (e.g. registry.example.com/team/suite:1.2)")
 	}
 	if e.BaseURL == "" {
-		e.BaseURL = s.DefaultBaseURL
+		e.BaseURL = s.defaultBaseURL
 	}
 	for k, v := range in.EnvVars {
 		if err := validateEnv(k, v); err != nil {
@@ -180,14 +231,14 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		e.EnvNames = append(e.EnvNames, k)
 	}
 	sort.Strings(e.EnvNames)
-	cipher, err := run.SealEnv(s.Box, env)
+	cipher, err := run.SealEnv(s.box, env)
 	if err != nil {
 		return nil, err
 	}
 	e.EnvCipher = cipher
 	generated := e.TaskID == ""
 
-	err = s.Store.InTx(ctx, func(tx store.Store) error {
+	err = s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
 			return err
 		}
@@ -200,12 +251,12 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		}
 		// An explicit timeout past the plan's cap is refused; one from the project or the
 		// default is brought within it.
-		limit := int(s.TimeoutCap(org.Plan) / time.Second)
+		limit := int(s.timeoutCap(org.Plan) / time.Second)
 		switch {
 		case in.TimeoutSeconds > limit:
 			return domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be at most %d on the %s plan", limit, org.Plan))
 		case e.TimeoutSeconds == 0:
-			e.TimeoutSeconds = int(s.DefaultTimeout(org.Plan) / time.Second)
+			e.TimeoutSeconds = int(s.defaultTimeout(org.Plan) / time.Second)
 		case e.TimeoutSeconds > limit:
 			e.TimeoutSeconds = limit
 		}
@@ -231,7 +282,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		}
 		for attempt := 0; ; attempt++ {
 			if generated {
-				e.TaskID = newTaskID(s.NewID())
+				e.TaskID = newTaskID(s.newID())
 			}
 			err := tx.Executions().Create(ctx, e)
 			if errors.Is(err, store.ErrConflict) {
@@ -243,17 +294,15 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 			if err != nil {
 				return err
 			}
-			return s.Alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
+			return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
 				Used: int64(used + 1), Before: int64(used), Limit: int64(limits.MaxTestRuns)})
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.Events.ExecutionUpdated(e)
-	if s.Wake != nil {
-		s.Wake()
-	}
+	s.events.ExecutionUpdated(e)
+	s.wake()
 	return e, nil
 }
 
@@ -280,7 +329,7 @@ func (s *Service) applyProject(e *domain.Execution, proj *domain.Project, env *r
 	for _, v := range proj.EnvVars {
 		val := v.Value
 		if v.Secret {
-			plain, err := s.Box.Open(v.Value)
+			plain, err := s.box.Open(v.Value)
 			if err != nil {
 				return fmt.Errorf("project secret %s: %w", v.Key, err)
 			}

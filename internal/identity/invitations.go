@@ -29,8 +29,8 @@ func (c *CreatedInvitation) ActionType() string {
 // Invite creates an invitation (admin only) and enqueues its e-mail. The token goes only into
 // the e-mail; the database keeps its SHA-256.
 func (s *Service) Invite(ctx context.Context, p *Principal, email string, role domain.Role) (*CreatedInvitation, error) {
-	if !p.IsAdmin() {
-		return nil, errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
 	}
 	email = domain.NormalizeEmail(email)
 	if email == "" || role == "" {
@@ -92,16 +92,16 @@ func (s *Service) Invite(ctx context.Context, p *Principal, email string, role d
 
 // ListInvitations lists the organization's invitations, newest first (admin only).
 func (s *Service) ListInvitations(ctx context.Context, p *Principal) ([]domain.Invitation, error) {
-	if !p.IsAdmin() {
-		return nil, errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
 	}
 	return s.store.Invitations().List(ctx, p.OrgID)
 }
 
 // RevokeInvitation revokes a pending invitation (admin only); its token stops validating.
 func (s *Service) RevokeInvitation(ctx context.Context, p *Principal, id string) error {
-	if !p.IsAdmin() {
-		return errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return err
 	}
 	if !domain.IsObjectID(id) {
 		return domain.BadRequest("Invalid invitation ID", "The invitation ID is malformed")
@@ -214,7 +214,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		}
 		u.OrganizationID, u.Role = org.ID, inv.Role
 		out.Org, out.User = org, u
-		if err := s.memberJoined(ctx, tx, org, members); err != nil {
+		if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 			return err
 		}
 		return s.mailer.Welcome(ctx, tx.Outbox(), u, org)
@@ -223,7 +223,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		return nil, err
 	}
 	s.mailer.Sent()
-	s.sessionsEnded(out.User.ID) // sockets opened as a member of the former organization
+	s.endSessions(out.User.ID) // sockets opened as a member of the former organization
 	if out.Token, err = s.tokens.Issue(out.User.ID, out.Org.ID, out.User.Role); err != nil {
 		return nil, err
 	}

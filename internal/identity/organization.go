@@ -37,8 +37,8 @@ type OrganizationPatch struct {
 
 // UpdateOrganization applies a settings change (admin only) and writes it to the audit log.
 func (s *Service) UpdateOrganization(ctx context.Context, p *Principal, patch OrganizationPatch) (*domain.Organization, error) {
-	if !p.IsAdmin() {
-		return nil, errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
 	}
 	if patch.Name != nil {
 		n := strings.TrimSpace(*patch.Name)
@@ -120,11 +120,9 @@ func (s *Service) Usage(ctx context.Context, p *Principal) (*Usage, error) {
 		return nil, err
 	}
 	start, end := domain.BillingPeriod(org, s.clock())
-	runs := 0
-	if s.runs != nil {
-		if runs, err = s.runs.CountRunsSince(ctx, org.ID, start); err != nil {
-			return nil, err
-		}
+	runs, err := s.runs.CountRunsSince(ctx, org.ID, start)
+	if err != nil {
+		return nil, err
 	}
 	projects, err := s.store.Projects().Count(ctx, org.ID)
 	if err != nil {

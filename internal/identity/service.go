@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -36,10 +35,17 @@ type Mailer interface {
 	Sent()
 }
 
-// RunCounter tells how many test runs an organization queued since a moment; the executions
-// package provides it (nil until then: zero runs).
+// RunCounter tells how many test runs an organization queued since a moment (the executions
+// service).
 type RunCounter interface {
 	CountRunsSince(ctx context.Context, orgID string, since time.Time) (int, error)
+}
+
+// Alerts raises the usage alerts one more active member may set off, in the transaction that
+// adds them (billing.Alerts). It is an interface of this package's own because billing sits
+// above identity: its request-facing methods take the Principal.
+type Alerts interface {
+	MemberJoined(ctx context.Context, tx store.Store, org *domain.Organization, activeBefore int) error
 }
 
 // Service is the identity service.
@@ -48,8 +54,8 @@ type Service struct {
 	tokens  Tokens
 	lockout Lockout
 	mailer  Mailer
-	runs    RunCounter
-	alerts  *billing.Alerts
+	runs    RunCounter // the executions service
+	alerts  Alerts
 	// endSessions closes a user's live connections (Socket.IO) after their access changed.
 	endSessions func(userID string)
 	clock       domain.Clock
@@ -61,21 +67,34 @@ type Service struct {
 	keyTouches sync.Map
 }
 
-// Deps are the Service's collaborators. Clock and NewID default to the real ones.
+// Deps are the Service's collaborators. Store, Tokens, Lockout and Mailer are required; New
+// fills in the others.
 type Deps struct {
 	Store   store.Store
 	Tokens  Tokens
 	Lockout Lockout
 	Mailer  Mailer
-	Runs    RunCounter
-	Alerts  *billing.Alerts // usage alerts as members join; nil: none
-	Clock   domain.Clock
-	NewID   domain.IDGen
-	Log     *slog.Logger
+	Runs    RunCounter // the executions service; nil: no runs counted
+	Alerts  Alerts     // nil: no alerts
+	// EndSessions closes a user's live connections once they are suspended, deleted or moved
+	// to another organization; nil: there are none to close.
+	EndSessions func(userID string)
+	Clock       domain.Clock
+	NewID       domain.IDGen
+	Log         *slog.Logger
 }
 
 // New builds a Service.
 func New(d Deps) *Service {
+	if d.Runs == nil {
+		d.Runs = noRuns{}
+	}
+	if d.Alerts == nil {
+		d.Alerts = noAlerts{}
+	}
+	if d.EndSessions == nil {
+		d.EndSessions = func(string) {}
+	}
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
@@ -85,21 +104,18 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer,
-		runs: d.Runs, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log}
+	return &Service{store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
+		alerts: d.Alerts, endSessions: d.EndSessions, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
-// SetRunCounter connects the executions' run counter once it exists.
-func (s *Service) SetRunCounter(r RunCounter) { s.runs = r }
+type noRuns struct{}
 
-// SetSessionEnder connects the closing of a user's live connections, called once a member is
-// suspended, deleted or moved to another organization.
-func (s *Service) SetSessionEnder(end func(userID string)) { s.endSessions = end }
+func (noRuns) CountRunsSince(context.Context, string, time.Time) (int, error) { return 0, nil }
 
-func (s *Service) sessionsEnded(userID string) {
-	if s.endSessions != nil {
-		s.endSessions(userID)
-	}
+type noAlerts struct{}
+
+func (noAlerts) MemberJoined(context.Context, store.Store, *domain.Organization, int) error {
+	return nil
 }
 
 // Principal is who is calling: the user, their organization (from the token), and the role
@@ -120,6 +136,19 @@ func (p *Principal) CanWrite() bool {
 	return p.Role == domain.RoleAdmin || p.Role == domain.RoleDeveloper
 }
 
+// errAdminOnly is the refusal of every admin-only operation, whichever service holds it.
+var errAdminOnly = domain.Forbidden("Forbidden", "This action needs the admin role")
+
+// RequireAdmin refuses a caller who is not an admin. Services call it first in each admin-only
+// operation, so the route table holds no role.
+func (p *Principal) RequireAdmin() error {
+	if !p.IsAdmin() {
+		return errAdminOnly
+	}
+	return nil
+}
+
+// errForbidden refuses a non-admin asking for every member's API keys.
 var errForbidden = domain.Forbidden("Forbidden", "You do not have permission to do this")
 
 // notFound turns store.ErrNotFound into the given 404 and passes other errors on.

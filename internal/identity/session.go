@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"verdict/internal/auth"
-	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -111,7 +110,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			return err
 		}
 		if in.InviteToken != "" {
-			if err := s.memberJoined(ctx, tx, org, members); err != nil {
+			if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 				return err
 			}
 		}
@@ -151,8 +150,8 @@ func (s *Service) usableInvitation(ctx context.Context, tx store.Store, token st
 	return inv, org, nil
 }
 
-// seatAvailable checks that one more member fits the plan and returns the active members;
-// reserved counts pending invitations that already hold a seat.
+// seatAvailable checks that one more member fits the plan and returns the active members (the
+// count Alerts.MemberJoined takes); reserved counts pending invitations that already hold a seat.
 func (s *Service) seatAvailable(ctx context.Context, tx store.Store, org *domain.Organization, reserved int) (int, error) {
 	active, err := tx.Users().CountActive(ctx, org.ID)
 	if err != nil {
@@ -162,13 +161,6 @@ func (s *Service) seatAvailable(ctx context.Context, tx store.Store, org *domain
 		return 0, errUserLimit
 	}
 	return active, nil
-}
-
-// memberJoined raises the usage alerts that one more member, after the active ones that
-// seatAvailable counted, may have set off.
-func (s *Service) memberJoined(ctx context.Context, tx store.Store, org *domain.Organization, before int) error {
-	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceUsers, Used: int64(before + 1),
-		Before: int64(before), Limit: int64(org.Limits().MaxUsers)})
 }
 
 // Login checks the credentials, honouring the lockout, and opens a session.

@@ -37,8 +37,8 @@ func (s *Service) GetUser(ctx context.Context, p *Principal, id string) (*domain
 // last admin cannot be demoted: the check and the write happen under the organization's lock,
 // so two admins demoting each other at once cannot leave the organization without one.
 func (s *Service) ChangeRole(ctx context.Context, p *Principal, id string, role domain.Role) (*domain.User, error) {
-	if !p.IsAdmin() {
-		return nil, errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
 	}
 	if !role.Valid() {
 		return nil, domain.BadRequest("Invalid role", "role must be admin, developer or viewer")
@@ -61,8 +61,8 @@ func (s *Service) ChangeRole(ctx context.Context, p *Principal, id string, role 
 // SetStatus suspends or reactivates a member (admin only; not oneself). A suspended user's
 // tokens and keys stop working at once.
 func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status domain.UserStatus) (*domain.User, error) {
-	if !p.IsAdmin() {
-		return nil, errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
 	}
 	if status != domain.UserActive && status != domain.UserSuspended {
 		return nil, domain.BadRequest("Invalid status", "status must be active or suspended")
@@ -90,22 +90,22 @@ func (s *Service) SetStatus(ctx context.Context, p *Principal, id string, status
 				return "", nil, err
 			}
 			if org != nil {
-				if err := s.memberJoined(ctx, tx, org, members); err != nil {
+				if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 					return "", nil, err
 				}
 			}
 			return "user.status_changed", map[string]any{"from": old, "to": status, "email": u.Email}, nil
 		})
 	if err == nil && status == domain.UserSuspended {
-		s.sessionsEnded(id)
+		s.endSessions(id)
 	}
 	return u, err
 }
 
 // DeleteUser removes a member (admin only). Their executions and other history stay.
 func (s *Service) DeleteUser(ctx context.Context, p *Principal, id string) error {
-	if !p.IsAdmin() {
-		return errForbidden
+	if err := p.RequireAdmin(); err != nil {
+		return err
 	}
 	if id == p.UserID {
 		return domain.BadRequest("Cannot delete own account", "An admin cannot delete their own account")
@@ -115,7 +115,7 @@ func (s *Service) DeleteUser(ctx context.Context, p *Principal, id string) error
 			return "user.deleted", map[string]any{"email": u.Email, "role": u.Role}, tx.Users().Delete(ctx, p.OrgID, id)
 		})
 	if err == nil {
-		s.sessionsEnded(id)
+		s.endSessions(id)
 	}
 	return err
 }

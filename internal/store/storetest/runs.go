@@ -14,9 +14,9 @@ import (
 	"verdict/internal/store"
 )
 
-// RunRuns runs the contract suite of the run repositories (projects, executions and the run
-// queue, logs); every leaf test opens its own store.
-func RunRuns(t *testing.T, open Opener) {
+// RunExecutions runs the contract suite of the execution repositories (projects, executions
+// and the run queue, logs); every leaf test opens its own store.
+func RunExecutions(t *testing.T, open Opener) {
 	t.Run("Projects", func(t *testing.T) { testProjects(t, open) })
 	t.Run("Executions", func(t *testing.T) { testExecutions(t, open) })
 	t.Run("Claim", func(t *testing.T) { testClaim(t, open) })

@@ -26,7 +26,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 	t.Run("Tx", func(t *testing.T) { testTx(t, open) })
-	t.Run("Runs", func(t *testing.T) { RunRuns(t, open) })
+	t.Run("Executions", func(t *testing.T) { RunExecutions(t, open) })
 	t.Run("Billing", func(t *testing.T) { testBilling(t, open) })
 	t.Run("Analysis", func(t *testing.T) { testAnalysis(t, open) })
 }

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"context"
+
+	"verdict/internal/billing"
+	"verdict/internal/domain"
+	"verdict/internal/executions"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+// The services the API calls, as the API needs them: each interface holds only the methods a
+// handler or the middleware calls, so a handler test can stand a few lines in for a service.
+// internal/app passes the real ones (*identity.Service, *executions.Service, *billing.Service).
+//
+// Every method a request reaches with a principal takes it, and the service decides what that
+// principal may do (roles included): the routes only authenticate. The methods without one
+// serve requests that have no principal yet: authentication itself, signup and login, an
+// invitation's validation, the payment provider's webhook, and the report route's lookup.
+
+// Identity is the identity service: accounts, members, the organization, invitations, API
+// keys, and the authentication of every request.
+type Identity interface {
+	AuthenticateClaims(ctx context.Context, userID, orgID string) (*identity.Principal, error)
+	AuthenticateKey(ctx context.Context, value string) (*identity.Principal, error)
+
+	Signup(ctx context.Context, in identity.SignupInput) (*identity.Session, error)
+	Login(ctx context.Context, email, password string) (*identity.Session, error)
+	Me(ctx context.Context, p *identity.Principal) (*domain.User, *domain.Organization, int, error)
+	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
+	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
+	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
+
+	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
+	GetUser(ctx context.Context, p *identity.Principal, id string) (*domain.User, error)
+	ChangeRole(ctx context.Context, p *identity.Principal, id string, role domain.Role) (*domain.User, error)
+	SetStatus(ctx context.Context, p *identity.Principal, id string, status domain.UserStatus) (*domain.User, error)
+	DeleteUser(ctx context.Context, p *identity.Principal, id string) error
+
+	Organization(ctx context.Context, p *identity.Principal) (*domain.Organization, int, error)
+	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
+	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
+
+	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
+	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
+	RevokeInvitation(ctx context.Context, p *identity.Principal, id string) error
+	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
+	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
+}
+
+// Executions is the executions service: runs, their logs, projects, and the insights.
+type Executions interface {
+	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
+	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
+	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
+	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	Delete(ctx context.Context, p *identity.Principal, taskID string) error
+	FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
+
+	Defaults(ctx context.Context, p *identity.Principal) (*executions.Defaults, error)
+	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
+	Metrics(ctx context.Context, p *identity.Principal, image string) (*executions.Metrics, error)
+
+	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
+	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
+	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)
+	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
+	DeleteProject(ctx context.Context, p *identity.Principal, id string) error
+}
+
+// Billing is the billing service: checkout, portal, subscription, and the provider's events.
+type Billing interface {
+	Configured() bool
+	WebhookConfigured() bool
+	StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
+	OpenPortal(ctx context.Context, p *identity.Principal) (string, error)
+	Subscription(ctx context.Context, p *identity.Principal) (*billing.Subscription, error)
+	Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error)
+	HandleWebhook(ctx context.Context, payload []byte, signature string) (*billing.WebhookResult, error)
+}
+
+// The real services satisfy the interfaces.
+var (
+	_ Identity   = (*identity.Service)(nil)
+	_ Executions = (*executions.Service)(nil)
+	_ Billing    = (*billing.Service)(nil)
+)

@@ -11,8 +11,8 @@ import (
 	"verdict/internal/store"
 )
 
-// The run repositories' contract tests (storetest.RunRuns) run inside storetest.Run, that is
-// in TestSQLite/Runs and TestPostgres/Runs.
+// The execution repositories' contract tests (storetest.RunExecutions) run inside storetest.Run, that is
+// in TestSQLite/Executions and TestPostgres/Executions.
 
 // TestClaimQueryHasNoPlanNumbers: the claim query's plan-limit CASE is all parameters, so no
 // plan's number is written into SQL.

@@ -79,6 +79,16 @@ type Config struct {
 	// RateLimits overrides rate-limit buckets by name: "executions=600/1m,api=200/1m".
 	RateLimits string `env:"VERDICT_RATE_LIMITS"`
 
+	// Failure analysis with a model: the server's own keys, used by organizations without a key
+	// of their own (none: the built-in analyser), and the providers' API addresses (empty: the
+	// providers' own).
+	OpenAIAPIKey     string `env:"OPENAI_API_KEY"`
+	GeminiAPIKey     string `env:"GEMINI_API_KEY"`
+	AnthropicAPIKey  string `env:"ANTHROPIC_API_KEY"`
+	OpenAIBaseURL    string `env:"OPENAI_BASE_URL"`
+	GeminiBaseURL    string `env:"GEMINI_BASE_URL"`
+	AnthropicBaseURL string `env:"ANTHROPIC_BASE_URL"`
+
 	// Derived by Load.
 	Proxies     []netip.Prefix           `env:"-"`
 	EncKey      []byte                   `env:"-"`
@@ -165,6 +175,17 @@ func (c *Config) finish() error {
 	}
 	if c.SMTPHost != "" && (c.SMTPPort <= 0 || c.SMTPPort > 65535) {
 		bad("SMTP_PORT", "want 1..65535")
+	}
+	for _, u := range []struct {
+		name string
+		v    *string
+	}{{"OPENAI_BASE_URL", &c.OpenAIBaseURL}, {"GEMINI_BASE_URL", &c.GeminiBaseURL}, {"ANTHROPIC_BASE_URL", &c.AnthropicBaseURL}} {
+		if *u.v == "" {
+			continue
+		}
+		if p, err := url.Parse(*u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad(u.name, "want an http(s) URL, got %q", *u.v)
+		}
 	}
 	if c.StripeAPIBase != "" {
 		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

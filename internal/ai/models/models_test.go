@@ -1,0 +1,182 @@
+package models
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"verdict/internal/ai"
+)
+
+func TestParseModel(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		provider Provider
+		model    string
+		kind     error
+	}{
+		{in: "openai:gpt-5.4-mini", provider: OpenAI, model: "gpt-5.4-mini"},
+		{in: "gemini:gemini-3.5-flash-lite", provider: Gemini, model: "gemini-3.5-flash-lite"},
+		{in: "anthropic:claude-haiku-4-5", provider: Anthropic, model: "claude-haiku-4-5"},
+		{in: "openai:ft:gpt-4o-mini:acme:triage:abc123", provider: OpenAI, model: "ft:gpt-4o-mini:acme:triage:abc123"},
+		{in: "gemini:models/gemini-3.5-flash", provider: Gemini, model: "models/gemini-3.5-flash"},
+		{in: "builtin", kind: ErrBuiltin},
+		{in: "", kind: ErrUnknownProvider},
+		{in: "gpt-5.4-mini", kind: ErrUnknownProvider},
+		{in: "mistral:large", kind: ErrUnknownProvider},
+		{in: "OpenAI:gpt-5.4-mini", kind: ErrUnknownProvider},
+		{in: "openai:", kind: ErrBadModel},
+		{in: "openai:gpt 5", kind: ErrBadModel},
+		{in: "gemini:../../v1/files", kind: ErrBadModel},
+		{in: "gemini:/models/x", kind: ErrBadModel},
+		{in: "anthropic:claude?key=x", kind: ErrBadModel},
+		{in: "anthropic:" + strings.Repeat("a", 201), kind: ErrBadModel},
+	} {
+		p, m, err := ParseModel(tc.in)
+		if tc.kind != nil {
+			if !errors.Is(err, tc.kind) {
+				t.Errorf("ParseModel(%q) error = %v, want %v", tc.in, err, tc.kind)
+			}
+			continue
+		}
+		if err != nil || p != tc.provider || m != tc.model {
+			t.Errorf("ParseModel(%q) = %q, %q, %v; want %q, %q", tc.in, p, m, err, tc.provider, tc.model)
+		}
+		if got := FormatModel(p, m); got != tc.in {
+			t.Errorf("FormatModel(%q, %q) = %q, want %q", p, m, got, tc.in)
+		}
+	}
+}
+
+func TestDefaultModelsParse(t *testing.T) {
+	for _, p := range Providers {
+		model, ok := DefaultModels[p]
+		if !ok {
+			t.Fatalf("no default model for %s", p)
+		}
+		gp, gm, err := ParseModel(FormatModel(p, model))
+		if err != nil || gp != p || gm != model {
+			t.Errorf("default model %s:%s does not parse back: %q %q %v", p, model, gp, gm, err)
+		}
+	}
+}
+
+func TestNewDefaultsTimeout(t *testing.T) {
+	if got := New(Config{}).cfg.Timeout; got != 60*time.Second {
+		t.Errorf("default timeout = %v, want 60s", got)
+	}
+	if got := New(Config{Timeout: time.Second}).cfg.Timeout; got != time.Second {
+		t.Errorf("timeout = %v, want 1s", got)
+	}
+}
+
+func TestInstructionsNameEveryCategory(t *testing.T) {
+	for _, c := range ai.Categories {
+		if categoryMeaning[c] == "" {
+			t.Errorf("category %q has no meaning for the model", c)
+		}
+		if !strings.Contains(instructions, `"`+string(c)+`"`) {
+			t.Errorf("instructions do not name category %q", c)
+		}
+	}
+	for _, want := range []string{"untrusted", "ignore previous instructions", "category", "summary", "rootCause", "suggestedFix", "confidence"} {
+		if !strings.Contains(instructions, want) {
+			t.Errorf("instructions do not mention %q", want)
+		}
+	}
+}
+
+func TestParseFinding(t *testing.T) {
+	good := `{"category":"test_bug","summary":"The login test failed.","rootCause":"The selector #login no longer exists.","suggestedFix":"Use the data-test id.","confidence":0.8}`
+	f, err := parseFinding("\n" + good + "\n")
+	want := ai.Finding{Category: ai.TestBug, Summary: "The login test failed.", RootCause: "The selector #login no longer exists.", SuggestedFix: "Use the data-test id.", Confidence: 0.8}
+	if err != nil || f != want {
+		t.Fatalf("parseFinding(good) = %+v, %v; want %+v", f, err, want)
+	}
+	for _, c := range []float64{0, 1} {
+		s := strings.Replace(good, "0.8", map[float64]string{0: "0", 1: "1"}[c], 1)
+		if f, err := parseFinding(s); err != nil || f.Confidence != c {
+			t.Errorf("confidence %v refused: %v", c, err)
+		}
+	}
+
+	for name, text := range map[string]string{
+		"empty":           "",
+		"blank":           "  \n",
+		"not JSON":        "The test failed because of a bad selector.",
+		"markdown fence":  "```json\n" + good + "\n```",
+		"array":           "[" + good + "]",
+		"wrong category":  strings.Replace(good, "test_bug", "network", 1),
+		"confidence 2.5":  strings.Replace(good, "0.8", "2.5", 1),
+		"confidence -0.1": strings.Replace(good, "0.8", "-0.1", 1),
+		"confidence text": strings.Replace(good, "0.8", `"high"`, 1),
+		"missing field":   `{"category":"test_bug","summary":"s","rootCause":"r","confidence":0.5}`,
+		"null field":      `{"category":"test_bug","summary":"s","rootCause":"r","suggestedFix":null,"confidence":0.5}`,
+		"empty summary":   strings.Replace(good, "The login test failed.", " ", 1),
+		"extra field":     strings.Replace(good, `"confidence"`, `"severity":"high","confidence"`, 1),
+		"two objects":     good + good,
+		"trailing text":   good + " done",
+		"huge field":      strings.Replace(good, "Use the data-test id.", strings.Repeat("x", maxFieldBytes+1), 1),
+		"truncated":       good[:len(good)-10],
+	} {
+		if f, err := parseFinding(text); err == nil {
+			t.Errorf("%s: parseFinding accepted %q as %+v", name, text, f)
+		}
+	}
+}
+
+func TestFindingSchema(t *testing.T) {
+	for _, bounds := range []bool{true, false} {
+		s := findingSchema(bounds)
+		props := s["properties"].(map[string]any)
+		req := s["required"].([]string)
+		if len(props) != 5 || len(req) != 5 {
+			t.Fatalf("schema has %d properties and %d required, want 5 and 5", len(props), len(req))
+		}
+		for _, name := range req {
+			if _, ok := props[name]; !ok {
+				t.Errorf("required %q is not a property", name)
+			}
+		}
+		enum := props["category"].(map[string]any)["enum"].([]string)
+		if len(enum) != len(ai.Categories) {
+			t.Errorf("category enum %v, want %v", enum, ai.Categories)
+		}
+		if s["additionalProperties"] != false {
+			t.Error("additionalProperties is not false")
+		}
+		_, hasMin := props["confidence"].(map[string]any)["minimum"]
+		if hasMin != bounds {
+			t.Errorf("bounds %v: confidence has minimum %v", bounds, hasMin)
+		}
+	}
+}
+
+func TestErrorTextAndMatching(t *testing.T) {
+	err := error(&Error{Provider: OpenAI, Op: "check key", Kind: ErrKeyRefused, StatusCode: 401})
+	if !errors.Is(err, ErrKeyRefused) || errors.Is(err, ErrProvider) {
+		t.Errorf("errors.Is does not follow Kind: %v", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode != 401 {
+		t.Errorf("errors.As failed: %v", err)
+	}
+	if got, want := err.Error(), "models: openai check key: the provider refused the API key (HTTP 401)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestClean(t *testing.T) {
+	key := "sk-secret-123"
+	got := clean("bad key sk-secret-123\nagain sk-secret-123 "+strings.Repeat("é", 400), key)
+	if strings.Contains(got, key) || strings.Contains(got, "\n") {
+		t.Errorf("clean kept the key or a newline: %q", got)
+	}
+	if len(got) > 300+len("…") || !strings.HasSuffix(got, "…") {
+		t.Errorf("clean did not cut the text: %d bytes", len(got))
+	}
+	if !strings.HasPrefix(got, "bad key [redacted] again [redacted]") {
+		t.Errorf("clean = %q", got[:40])
+	}
+}

@@ -1,0 +1,77 @@
+package models
+
+import (
+	"context"
+	"errors"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// openAIOptions configures the services directly rather than through openai.NewClient, which
+// would add OPENAI_ORG_ID, OPENAI_PROJECT_ID and other ambient settings of the server to an
+// organization's own key.
+func openAIOptions(cl *call) []option.RequestOption {
+	return []option.RequestOption{
+		option.WithBaseURL(cl.baseURL),
+		option.WithAPIKey(cl.key),
+		option.WithHTTPClient(cl.http),
+		option.WithMaxRetries(maxRetries),
+	}
+}
+
+// analyseOpenAI uses Chat Completions, which OpenAI-compatible servers behind OPENAI_BASE_URL
+// also speak, with a strict JSON Schema response format.
+func analyseOpenAI(ctx context.Context, cl *call, model, user string) (string, error) {
+	chat := openai.NewChatService(openAIOptions(cl)...)
+	res, err := chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model: model,
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(instructions),
+			openai.UserMessage(user),
+		},
+		MaxCompletionTokens: openai.Int(maxOutputTokens),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &openai.ResponseFormatJSONSchemaParam{
+				JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{
+					Name:   schemaName,
+					Strict: openai.Bool(true),
+					Schema: findingSchema(true),
+				},
+			},
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(res.Choices) == 0 {
+		return "", &outcome{ErrEmptyOutput, "no choices"}
+	}
+	choice := res.Choices[0]
+	switch {
+	case choice.Message.Refusal != "":
+		return "", &outcome{ErrRefused, "refusal"}
+	case choice.FinishReason == "content_filter":
+		return "", &outcome{ErrRefused, "content filter"}
+	case choice.FinishReason == "length":
+		return "", &outcome{ErrInvalidOutput, "the answer was cut at the token limit"}
+	case choice.Message.Content == "":
+		return "", &outcome{ErrEmptyOutput, "empty content"}
+	}
+	return choice.Message.Content, nil
+}
+
+// checkOpenAI lists the models: free, and refused with 401 for a bad key.
+func checkOpenAI(ctx context.Context, cl *call) error {
+	models := openai.NewModelService(openAIOptions(cl)...)
+	_, err := models.List(ctx)
+	return err
+}
+
+func openAIMessage(err error) string {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.Message
+	}
+	return ""
+}

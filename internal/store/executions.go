@@ -108,6 +108,8 @@ type LogRepo interface {
 	// Read returns the whole log so far, in memory: for tests and small logs (serve logs with
 	// ReadFrom).
 	Read(ctx context.Context, executionID string) (string, error)
+	// Size is the log's length in bytes so far (0 for none), where ReadFrom of a tail starts.
+	Size(ctx context.Context, executionID string) (int64, error)
 	DeleteAll(ctx context.Context, executionID string) error
 }
 

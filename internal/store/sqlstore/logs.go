@@ -113,6 +113,15 @@ func (r logRepo) Read(ctx context.Context, executionID string) (string, error) {
 	return b.String(), nil
 }
 
+// Size is where the last chunk ends: one row through the (execution_id, seq) key.
+func (r logRepo) Size(ctx context.Context, executionID string) (int64, error) {
+	const q = `SELECT COALESCE((SELECT byte_offset + length(chunk) FROM execution_logs
+		WHERE execution_id = ? ORDER BY seq DESC LIMIT 1), 0)`
+	var n int64
+	err := r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), executionID).Scan(&n)
+	return n, r.s.mapErr(err)
+}
+
 // DeleteAll removes every chunk of the execution (none is not an error). Deleting the
 // execution removes them too, by cascade.
 func (r logRepo) DeleteAll(ctx context.Context, executionID string) error {

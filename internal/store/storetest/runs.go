@@ -1228,6 +1228,12 @@ func testLogs(t *testing.T, open Opener) {
 		if log != want.String() {
 			t.Errorf("log of %d bytes differs from the %d bytes appended", len(log), want.Len())
 		}
+		size, err := f.s.Logs().Size(f.ctx, e.ID)
+		must(t, err)
+		equal(t, "Size", size, int64(want.Len()))
+		size, err = f.s.Logs().Size(f.ctx, domain.NewID())
+		must(t, err)
+		equal(t, "Size of no log", size, int64(0))
 		// A read from the middle of a large log starts at its byte, and a bounded one stops.
 		var b strings.Builder
 		from := int64(want.Len()/2 + 17)

@@ -121,8 +121,8 @@ type FailureOccurrence struct {
 
 // SignatureHistory is how often a failure signature occurred in an organization's runs.
 type SignatureHistory struct {
-	Runs        int    // runs with the signature
-	FirstTaskID string // the taskId of the earliest queued of them
+	Failures    int    // failed tests with the signature, over all the runs
+	FirstTaskID string // the taskId of the earliest queued run with it
 }
 
 // AnalysisRepo keeps what failure analysis learns across an organization's runs.
@@ -131,8 +131,9 @@ type AnalysisRepo interface {
 	// before); they go when the run is deleted.
 	RecordFailures(ctx context.Context, orgID, executionID, taskID string, queuedAt time.Time, failures []FailureOccurrence) error
 	// History tells, for each of signatures seen in the organization's runs, how often and
-	// since which run; signatures never seen are absent.
-	History(ctx context.Context, orgID string, signatures []string) (map[string]SignatureHistory, error)
+	// since which run; signatures never seen are absent. excludeID leaves out one run (the one
+	// being analysed, when it is analysed again).
+	History(ctx context.Context, orgID, excludeID string, signatures []string) (map[string]SignatureHistory, error)
 	// AddTriages records people's categories for failure signatures.
 	AddTriages(ctx context.Context, ts []domain.Triage) error
 	// Triages lists the organization's triages, newest first, at most limit.

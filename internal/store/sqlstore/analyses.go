@@ -15,20 +15,30 @@ type analysisRepo struct{ s *Store }
 
 func (r analysisRepo) RecordFailures(ctx context.Context, orgID, executionID, taskID string, queuedAt time.Time,
 	failures []store.FailureOccurrence) error {
+	type sig struct {
+		test string
+		n    int
+	}
+	var order []string
+	bySig := map[string]*sig{}
+	for _, f := range failures {
+		if s := bySig[f.Signature]; s != nil {
+			s.n++
+			continue
+		}
+		bySig[f.Signature] = &sig{test: f.Test, n: 1}
+		order = append(order, f.Signature)
+	}
 	return r.s.inTx(ctx, func(tx *Store) error {
 		if _, err := tx.exec(ctx, `DELETE FROM failure_occurrences WHERE execution_id = ? AND organization_id = ?`,
 			executionID, orgID); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for _, f := range failures {
-			if seen[f.Signature] {
-				continue // one occurrence per run and signature
-			}
-			seen[f.Signature] = true
+		for _, signature := range order {
+			s := bySig[signature]
 			if _, err := tx.exec(ctx, `INSERT INTO failure_occurrences
-				(execution_id, organization_id, signature, task_id, test_name, queued_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				executionID, orgID, f.Signature, taskID, f.Test, millis(queuedAt)); err != nil {
+				(execution_id, organization_id, signature, task_id, test_name, failures, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				executionID, orgID, signature, taskID, s.test, s.n, millis(queuedAt)); err != nil {
 				return err
 			}
 		}
@@ -36,23 +46,23 @@ func (r analysisRepo) RecordFailures(ctx context.Context, orgID, executionID, ta
 	})
 }
 
-// History reads each signature with one indexed query: its count and its earliest run.
-func (r analysisRepo) History(ctx context.Context, orgID string, signatures []string) (map[string]store.SignatureHistory, error) {
+// History reads each signature with one indexed query: its failures and its earliest run.
+func (r analysisRepo) History(ctx context.Context, orgID, excludeID string, signatures []string) (map[string]store.SignatureHistory, error) {
 	out := make(map[string]store.SignatureHistory, len(signatures))
-	const q = `SELECT COUNT(*), (SELECT task_id FROM failure_occurrences f
-			WHERE f.organization_id = ? AND f.signature = ? ORDER BY f.queued_at, f.execution_id LIMIT 1)
-		FROM failure_occurrences WHERE organization_id = ? AND signature = ?`
+	const q = `SELECT COALESCE(SUM(failures), 0), (SELECT task_id FROM failure_occurrences f
+			WHERE f.organization_id = ? AND f.signature = ? AND f.execution_id <> ? ORDER BY f.queued_at, f.execution_id LIMIT 1)
+		FROM failure_occurrences WHERE organization_id = ? AND signature = ? AND execution_id <> ?`
 	for _, sig := range signatures {
 		if _, done := out[sig]; done {
 			continue
 		}
 		var n int
 		var first sql.NullString
-		if err := r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, sig, orgID, sig).Scan(&n, &first); err != nil {
+		if err := r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, sig, excludeID, orgID, sig, excludeID).Scan(&n, &first); err != nil {
 			return nil, r.s.mapErr(err)
 		}
 		if n > 0 {
-			out[sig] = store.SignatureHistory{Runs: n, FirstTaskID: first.String}
+			out[sig] = store.SignatureHistory{Failures: n, FirstTaskID: first.String}
 		}
 	}
 	return out, nil

@@ -103,18 +103,24 @@ func testAnalysis(t *testing.T, open Opener) {
 			{Signature: "s1", Test: "a"}, {Signature: "s1", Test: "b"}, {Signature: "s2", Test: "c"}}))
 		must(t, an.RecordFailures(f.ctx, o.ID, r1.ID, r1.TaskID, r1.QueuedAt, []store.FailureOccurrence{{Signature: "s1", Test: "a"}}))
 		must(t, an.RecordFailures(f.ctx, other.ID, r3.ID, r3.TaskID, r3.QueuedAt, []store.FailureOccurrence{{Signature: "s1", Test: "a"}}))
-		h, err := an.History(f.ctx, o.ID, []string{"s1", "s2", "s3", "s1"})
+		h, err := an.History(f.ctx, o.ID, "", []string{"s1", "s2", "s3", "s1"})
 		must(t, err)
-		want := map[string]store.SignatureHistory{"s1": {Runs: 2, FirstTaskID: r1.TaskID}, "s2": {Runs: 1, FirstTaskID: r2.TaskID}}
+		want := map[string]store.SignatureHistory{"s1": {Failures: 3, FirstTaskID: r1.TaskID}, "s2": {Failures: 1, FirstTaskID: r2.TaskID}}
 		if !reflect.DeepEqual(h, want) {
 			t.Fatalf("History = %+v, want %+v (the other organization's run must not count)", h, want)
+		}
+		h, err = an.History(f.ctx, o.ID, r1.ID, []string{"s1"})
+		must(t, err)
+		want = map[string]store.SignatureHistory{"s1": {Failures: 2, FirstTaskID: r2.TaskID}}
+		if !reflect.DeepEqual(h, want) {
+			t.Fatalf("History without run 1 = %+v, want %+v", h, want)
 		}
 		// Recording a run again replaces its signatures; deleting the run forgets them.
 		must(t, an.RecordFailures(f.ctx, o.ID, r2.ID, r2.TaskID, r2.QueuedAt, []store.FailureOccurrence{{Signature: "s3", Test: "d"}}))
 		must(t, f.s.Executions().Delete(f.ctx, o.ID, r1.TaskID))
-		h, err = an.History(f.ctx, o.ID, []string{"s1", "s2", "s3"})
+		h, err = an.History(f.ctx, o.ID, "", []string{"s1", "s2", "s3"})
 		must(t, err)
-		want = map[string]store.SignatureHistory{"s3": {Runs: 1, FirstTaskID: r2.TaskID}}
+		want = map[string]store.SignatureHistory{"s3": {Failures: 1, FirstTaskID: r2.TaskID}}
 		if !reflect.DeepEqual(h, want) {
 			t.Fatalf("History after re-recording and a delete = %+v, want %+v", h, want)
 		}

@@ -10,7 +10,8 @@ CREATE TABLE failure_occurrences (
     organization_id TEXT NOT NULL,
     signature       TEXT NOT NULL,
     task_id         TEXT NOT NULL,
-    test_name       TEXT NOT NULL,
+    test_name       TEXT NOT NULL,  -- the first failed test with it
+    failures        INTEGER NOT NULL, -- the run's failed tests with it
     queued_at       BIGINT NOT NULL,
     PRIMARY KEY (execution_id, signature)
 );

@@ -167,7 +167,8 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 
 const finishedView = finishedItem + `,"tests":[
 	{"name":"logs in","suite":"auth","status":"passed","durationMs":1200,"retries":0},
-	{"name":"pays","suite":"billing","status":"failed","durationMs":800,"error":"expected 200","retries":0}]}`
+	{"name":"pays","suite":"billing","status":"failed","durationMs":800,"error":"expected 200","retries":0}],
+	"analysis":null}`
 
 // runningRun is a run started 10 s before testNow, waiting on nothing.
 func runningRun() domain.Execution {
@@ -293,7 +294,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"cancelRequested":false,
 		"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[]}}`)
+		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[],"analysis":null}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("queued %+v, want %+v", got, want)

@@ -36,6 +36,7 @@ type Deps struct {
 	Identity   Identity
 	Executions Executions
 	Billing    Billing
+	Analysis   Analysis
 	JWT        TokenVerifier
 	Limiter    *ratelimit.Limiter
 	RateLimits RateLimits // nil = DefaultRateLimits
@@ -65,6 +66,7 @@ type Server struct {
 	identity      Identity
 	executions    Executions
 	billing       Billing
+	analysis      Analysis
 	reports       report.Store
 	signer        *report.Signer
 	secureCookies bool
@@ -98,7 +100,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, reports: d.Reports, signer: d.Signer,
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analysis: d.Analysis, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -163,6 +165,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/organization/usage", routeOpts{access: bearerOrKey, limit: "api"}, s.usage)
 	s.handle("PATCH /api/organization/ai-analysis", routeOpts{access: bearer, limit: "strict"}, s.patchAIAnalysis)
 	s.handle("PATCH /api/organization/features", routeOpts{access: bearer, limit: "strict"}, s.patchFeatures)
+	s.handle("GET /api/organization/ai-config", routeOpts{access: bearerOrKey, limit: "api"}, s.getAIConfig)
+	s.handle("PATCH /api/organization/ai-config", routeOpts{access: bearer, limit: "strict"}, s.patchAIConfig)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)
@@ -186,6 +190,8 @@ func (s *Server) routes() {
 	s.handle("POST /api/executions/{taskId}/cancel", execs, s.cancelExecution)
 	s.handle("DELETE /api/executions/{taskId}", execs, s.deleteExecution)
 	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)
+	s.handle("POST /api/executions/{taskId}/analysis", execs, s.reanalyse)
+	s.handle("PATCH /api/executions/{taskId}/analysis", execs, s.triage)
 	s.handle("GET /config/defaults", routeOpts{access: bearerOrKey, limit: "api"}, s.configDefaults)
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 
+	"verdict/internal/ai/analyst"
 	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
@@ -87,3 +88,12 @@ var (
 	_ Executions = (*executions.Service)(nil)
 	_ Billing    = (*billing.Service)(nil)
 )
+
+// Analysis is the failure analyst: analyses on request, people's triages, and the
+// organization's model settings.
+type Analysis interface {
+	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
+	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
+	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
+	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
+}

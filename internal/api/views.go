@@ -197,6 +197,9 @@ type ExecutionListItem struct {
 type Execution struct {
 	ExecutionListItem
 	Tests []domain.TestResult `json:"tests"`
+	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; null
+	// when there is none (yet). The list leaves it out.
+	Analysis *domain.Analysis `json:"analysis"`
 }
 
 // Views makes the execution views, whose report links are absolute URLs on the origin that
@@ -220,7 +223,7 @@ func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 	if tests == nil {
 		tests = []domain.TestResult{}
 	}
-	return Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests}
+	return Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis}
 }
 
 // ExecutionListItem is the list view of e at now.

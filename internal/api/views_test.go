@@ -44,7 +44,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"status": e.Status, "queueReason": legacyNullable(e.QueueReason), "error": legacyNullable(e.Error), "exitCode": e.ExitCode,
 		"queuedAt": ts(e.QueuedAt), "startedAt": legacyTsPtr(e.StartedAt), "finishedAt": legacyTsPtr(e.FinishedAt),
 		"durationMs": e.DurationMs(now), "triggeredBy": e.TriggeredBy, "viaApiKey": e.ViaAPIKey,
-		"cancelRequested": e.CancelRequested, "summary": e.Summary, "tests": tests,
+		"cancelRequested": e.CancelRequested, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 	}
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
@@ -139,6 +139,7 @@ func TestViewsMatchTheirJSON(t *testing.T) {
 		want := legacyExecution(e, later)
 		sameJSON(t, name+" execution", Views{}.Execution(e, later), want)
 		delete(want, "tests")
+		delete(want, "analysis")
 		sameJSON(t, name+" list item", Views{}.ExecutionListItem(e, later), want)
 	}
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"verdict/internal/ai/analyst"
+	"verdict/internal/ai/models"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
@@ -198,10 +200,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
 		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
+	// Organizations' own model keys are sealed with a key of their own, derived like the mail's.
+	keysBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict provider keys"))
+	if err != nil {
+		return nil, err
+	}
+	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: models.New(modelsConfig(cfg)),
+		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.OpenAIAPIKey, models.Gemini: cfg.GeminiAPIKey,
+			models.Anthropic: cfg.AnthropicAPIKey},
+		Events: events, Clock: clock, Log: log})
+	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
 			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts}
+			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts, Analyst: analyses}
 		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
 	}
 	execs := executions.New(execDeps)
@@ -229,6 +241,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Identity:      ids,
 		Executions:    execs,
 		Billing:       bill,
+		Analysis:      analyses,
 		Reports:       reports,
 		Signer:        signer,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
@@ -247,6 +260,18 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	})
 	ok = true
 	return a, nil
+}
+
+// modelsConfig points the model providers' clients where the configuration says.
+func modelsConfig(cfg *config.Config) models.Config {
+	base := map[models.Provider]string{}
+	for p, u := range map[models.Provider]string{models.OpenAI: cfg.OpenAIBaseURL, models.Gemini: cfg.GeminiBaseURL,
+		models.Anthropic: cfg.AnthropicBaseURL} {
+		if u != "" {
+			base[p] = u
+		}
+	}
+	return models.Config{BaseURL: base}
 }
 
 func (a *App) readiness() []api.Checker {

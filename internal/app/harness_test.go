@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,35 @@ type harness struct {
 
 	mails     []store.Mail // the outbox as read so far (reading claims, so it is kept)
 	mailReads int
+	console   *consoleMails // what the mail worker sent, when it runs
+}
+
+// consoleMails keeps what the console mail sender writes.
+type consoleMails struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (c *consoleMails) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.Write(p)
+}
+
+// lastTo is the text part of the newest mail sent to addr, "" for none.
+func (c *consoleMails) lastTo(addr string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	text := ""
+	for _, block := range strings.Split(c.b.String(), "===== end of e-mail =====") {
+		if !strings.Contains(block, "\nTo: "+addr+"\n") {
+			continue
+		}
+		if _, rest, ok := strings.Cut(block, "----- text/plain -----\n"); ok {
+			text, _, _ = strings.Cut(rest, "----- text/html -----")
+		}
+	}
+	return text
 }
 
 type harnessOpts struct {
@@ -89,7 +119,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		o.rateLimits = generousLimits()
 	}
 	c := testenv.NewClock(time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC))
-	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond, MailConsole: io.Discard}
+	console := &consoleMails{}
+	opts := app.Options{Clock: c.Now, RateLimits: o.rateLimits, Version: "test", Lease: o.lease, ReapInterval: 200 * time.Millisecond, MailConsole: console}
 	if o.realClock {
 		opts.Clock = func() time.Time { return time.Now().UTC() }
 	}
@@ -109,7 +140,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		close(done)
 	}
 	t.Cleanup(func() { cancel(); <-done; srv.Close(); a.Close() })
-	return &harness{t: t, app: a, srv: srv, clock: c}
+	return &harness{t: t, app: a, srv: srv, clock: c, console: console}
 }
 
 // forEachDB runs fn as subtests on SQLite and on PostgreSQL.
@@ -258,6 +289,10 @@ func (h *harness) lastMailTo(addr string) (subject, text string) {
 		}
 	}
 	if text == "" {
+		// With the workers running, the mail sender may have sent it already.
+		if text = h.console.lastTo(addr); text != "" {
+			return "", text
+		}
 		h.t.Fatalf("no mail to %s in the outbox", addr)
 	}
 	return subject, text

@@ -289,9 +289,12 @@ func (h *harness) lastMailTo(addr string) (subject, text string) {
 		}
 	}
 	if text == "" {
-		// With the workers running, the mail sender may have sent it already.
-		if text = h.console.lastTo(addr); text != "" {
-			return "", text
+		// With the workers running, the mail sender may have claimed it: it is on the console
+		// once sent.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if text = h.console.lastTo(addr); text != "" {
+				return "", text
+			}
 		}
 		h.t.Fatalf("no mail to %s in the outbox", addr)
 	}

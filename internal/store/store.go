@@ -34,6 +34,7 @@ type Store interface {
 	Executions() ExecutionRepo
 	Logs() LogRepo
 	Analyses() AnalysisRepo
+	Plans() PlanRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 
@@ -174,4 +175,14 @@ type UsageAlertRepo interface {
 	// period starting at periodStart. It reports false when that was recorded before, so the
 	// alert goes out once even when several replicas see the crossing at the same time.
 	Claim(ctx context.Context, orgID, resource string, threshold int, periodStart, at time.Time) (bool, error)
+}
+
+// PlanRepo keeps the organizations' saved automation plans.
+type PlanRepo interface {
+	Create(ctx context.Context, p *domain.AutomationPlan) error
+	// Get reads the organization's plan; ErrNotFound for another organization's.
+	Get(ctx context.Context, orgID, id string) (*domain.AutomationPlan, error)
+	// List returns the organization's newest plans (of projectID when not empty), at most
+	// limit, without their Markdown.
+	List(ctx context.Context, orgID, projectID string, limit int) ([]domain.AutomationPlan, error)
 }

@@ -74,6 +74,27 @@ func (s *Service) providerKey(org *domain.Organization, p models.Provider) strin
 	return s.serverKeys[p]
 }
 
+// Model is the model an organization's requests go to (failure analysis, the planner):
+// Provider is empty for the built-in one, and Missing then says why a configured model is not
+// used. Key is the API key to use: never log it.
+type Model struct {
+	Name     string // "<provider>:<model>"
+	Provider models.Provider
+	Model    string
+	Key      string
+	Missing  string
+}
+
+// ModelFor resolves the organization's default model with its key.
+func (s *Service) ModelFor(ctx context.Context, orgID string) (Model, error) {
+	org, err := s.store.Organizations().Get(ctx, orgID)
+	if err != nil {
+		return Model{}, err
+	}
+	c := s.choose(org)
+	return Model{Name: c.name, Provider: c.provider, Model: c.model, Key: c.key, Missing: c.missing}, nil
+}
+
 // choose resolves the organization's default model: the one it chose, else the first
 // provider with a key (with that provider's default model), else the built-in analyser.
 func (s *Service) choose(org *domain.Organization) choice {

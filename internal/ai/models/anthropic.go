@@ -11,7 +11,9 @@ import (
 )
 
 // newAnthropic builds a client that ignores the server's environment (ANTHROPIC_API_KEY,
-// profiles, federation): the key is the one the call brings.
+// profiles, federation): the key is the one the call brings. The request timeout is the
+// call's own bound; without one, the SDK guesses how long an answer of MaxTokens may take
+// and refuses a plan's (32k tokens) as needing streaming.
 func newAnthropic(cl *call) anthropic.Client {
 	return anthropic.NewClient(
 		option.WithoutEnvironmentDefaults(),
@@ -19,20 +21,21 @@ func newAnthropic(cl *call) anthropic.Client {
 		option.WithAPIKey(cl.key),
 		option.WithHTTPClient(cl.http),
 		option.WithMaxRetries(maxRetries),
+		option.WithRequestTimeout(cl.timeout),
 	)
 }
 
-// analyseAnthropic uses the Messages API's structured outputs (output_config.format), which
+// askAnthropic uses the Messages API's structured outputs (output_config.format), which
 // constrains the answer to the schema like OpenAI's strict mode, without a tool round trip.
-func analyseAnthropic(ctx context.Context, cl *call, model, user string) (string, error) {
+func askAnthropic(ctx context.Context, cl *call, model string, r query) (string, error) {
 	client := newAnthropic(cl)
 	res, err := client.Messages.New(ctx, anthropic.MessageNewParams{
 		Model:     model,
-		MaxTokens: maxOutputTokens,
-		System:    []anthropic.TextBlockParam{{Text: instructions}},
-		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
+		MaxTokens: r.maxTokens,
+		System:    []anthropic.TextBlockParam{{Text: r.instructions}},
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(r.user))},
 		OutputConfig: anthropic.OutputConfigParam{
-			Format: anthropic.JSONOutputFormatParam{Schema: findingSchema(false)},
+			Format: anthropic.JSONOutputFormatParam{Schema: r.schema(false)},
 		},
 	})
 	if err != nil {

@@ -23,23 +23,25 @@ func newGemini(ctx context.Context, cl *call) (*genai.Client, error) {
 	})
 }
 
-// analyseGemini asks for JSON with responseJsonSchema, which takes standard JSON Schema
+// askGemini asks for JSON with responseJsonSchema, which takes standard JSON Schema
 // (additionalProperties, minimum, maximum) where responseSchema takes an OpenAPI subset.
-func analyseGemini(ctx context.Context, cl *call, model, user string) (string, error) {
+func askGemini(ctx context.Context, cl *call, model string, r query) (string, error) {
 	client, err := newGemini(ctx, cl)
 	if err != nil {
 		return "", err
 	}
-	schema := findingSchema(true)
-	// Gemini writes properties in this order: the reasoning before the verdict on it.
-	schema["propertyOrdering"] = []string{"summary", "rootCause", "suggestedFix", "category", "confidence"}
+	schema := r.schema(true)
+	if r.order != nil {
+		// Gemini writes the properties in this order.
+		schema["propertyOrdering"] = r.order
+	}
 	res, err := client.Models.GenerateContent(ctx, model,
-		[]*genai.Content{genai.NewContentFromText(user, genai.RoleUser)},
+		[]*genai.Content{genai.NewContentFromText(r.user, genai.RoleUser)},
 		&genai.GenerateContentConfig{
-			SystemInstruction:  &genai.Content{Parts: []*genai.Part{{Text: instructions}}},
+			SystemInstruction:  &genai.Content{Parts: []*genai.Part{{Text: r.instructions}}},
 			ResponseMIMEType:   "application/json",
 			ResponseJsonSchema: schema,
-			MaxOutputTokens:    maxOutputTokens,
+			MaxOutputTokens:    int32(r.maxTokens),
 			// One request, bounded: no automatic continuation requests.
 			AutomaticContinuation: genai.Ptr(false),
 		})

@@ -69,6 +69,9 @@ func TestNewDefaultsTimeout(t *testing.T) {
 	if got := New(Config{Timeout: time.Second}).cfg.Timeout; got != time.Second {
 		t.Errorf("timeout = %v, want 1s", got)
 	}
+	if got := New(Config{}).cfg.PlanTimeout; got != 3*time.Minute {
+		t.Errorf("default plan timeout = %v, want 3m", got)
+	}
 }
 
 func TestInstructionsNameEveryCategory(t *testing.T) {

@@ -20,23 +20,23 @@ func openAIOptions(cl *call) []option.RequestOption {
 	}
 }
 
-// analyseOpenAI uses Chat Completions, which OpenAI-compatible servers behind OPENAI_BASE_URL
+// askOpenAI uses Chat Completions, which OpenAI-compatible servers behind OPENAI_BASE_URL
 // also speak, with a strict JSON Schema response format.
-func analyseOpenAI(ctx context.Context, cl *call, model, user string) (string, error) {
+func askOpenAI(ctx context.Context, cl *call, model string, r query) (string, error) {
 	chat := openai.NewChatService(openAIOptions(cl)...)
 	res, err := chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model: model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage(instructions),
-			openai.UserMessage(user),
+			openai.SystemMessage(r.instructions),
+			openai.UserMessage(r.user),
 		},
-		MaxCompletionTokens: openai.Int(maxOutputTokens),
+		MaxCompletionTokens: openai.Int(r.maxTokens),
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
 			OfJSONSchema: &openai.ResponseFormatJSONSchemaParam{
 				JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{
-					Name:   schemaName,
+					Name:   r.schemaName,
 					Strict: openai.Bool(true),
-					Schema: findingSchema(true),
+					Schema: r.schema(true),
 				},
 			},
 		},

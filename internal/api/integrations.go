@@ -62,15 +62,21 @@ func (s *Server) putLinear(w http.ResponseWriter, r *http.Request) {
 	}
 	var in struct {
 		APIKey  *string `json:"apiKey"`
-		TeamID  string  `json:"teamId"`
+		TeamID  *string `json:"teamId"`
 		Enabled *bool   `json:"enabled"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		writeDomainError(w, err)
 		return
 	}
+	// Like the other organization settings, a body without its required field is 400 whatever
+	// the caller's role.
+	if in.TeamID == nil {
+		writeDomainError(w, domain.BadRequest("Missing required fields", "teamId is required"))
+		return
+	}
 	st, err := s.integrations.SaveLinear(r.Context(), principalFrom(r),
-		integrations.LinearInput{APIKey: in.APIKey, TeamID: in.TeamID, Enabled: in.Enabled})
+		integrations.LinearInput{APIKey: in.APIKey, TeamID: *in.TeamID, Enabled: in.Enabled})
 	if err != nil {
 		s.fail(w, r, err, "Failed to save integration")
 		return
@@ -98,7 +104,7 @@ func (s *Server) putMonday(w http.ResponseWriter, r *http.Request) {
 	}
 	var in struct {
 		APIKey  *string `json:"apiKey"`
-		BoardID string  `json:"boardId"`
+		BoardID *string `json:"boardId"`
 		GroupID string  `json:"groupId"`
 		Enabled *bool   `json:"enabled"`
 	}
@@ -106,8 +112,12 @@ func (s *Server) putMonday(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
+	if in.BoardID == nil {
+		writeDomainError(w, domain.BadRequest("Missing required fields", "boardId is required"))
+		return
+	}
 	st, err := s.integrations.SaveMonday(r.Context(), principalFrom(r),
-		integrations.MondayInput{APIKey: in.APIKey, BoardID: in.BoardID, GroupID: in.GroupID, Enabled: in.Enabled})
+		integrations.MondayInput{APIKey: in.APIKey, BoardID: *in.BoardID, GroupID: in.GroupID, Enabled: in.Enabled})
 	if err != nil {
 		s.fail(w, r, err, "Failed to save integration")
 		return

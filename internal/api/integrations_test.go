@@ -90,6 +90,8 @@ func TestIntegrationSettingsHandlers(t *testing.T) {
 	}
 	expectJSON(t, call(s, "PUT", "/api/integrations/linear", "admin-1", `{"teamId":"team-1","enabled":false,"apikey":"x"}`), 400,
 		`{"success":false,"error":"Invalid request","message":"Unknown field \"apikey\""}`)
+	expectJSON(t, call(s, "PUT", "/api/integrations/linear", "viewer-1", `{"apiKey":"lin_api_x"}`), 400,
+		`{"success":false,"error":"Missing required fields","message":"teamId is required"}`)
 	expectJSON(t, call(s, "PUT", "/api/integrations/linear", "dev-1", `{"apiKey":"lin_api_x","teamId":"team-1"}`), 403,
 		`{"success":false,"error":"Forbidden","message":"This action needs the admin role"}`)
 	// Settings are changed with a bearer token only.

@@ -150,7 +150,13 @@ func finishedRun() domain.Execution {
 		Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
 		Tests: []domain.TestResult{{Name: "logs in", Suite: "auth", Status: domain.TestPassed, DurationMs: 1200},
 			{Name: "pays", Suite: "billing", Status: domain.TestFailed, DurationMs: 800, Error: "expected 200"}},
-		ReportDirs: []string{"playwright-report", "junit"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: 2048}
+		ReportDirs: []string{"playwright-report", "junit"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: 2048,
+		// Tickets show on the full view only.
+		Tickets: []domain.Ticket{
+			{ID: "t1", Provider: domain.ProviderLinear, ExternalID: "9f0e0001-0000-4000-8000-000000000000", Identifier: "ENG-7",
+				URL: "https://linear.app/acme/issue/eng-7", Title: "Checkout fails", CreatedBy: "dev-1", CreatedAt: testNow.Add(-10 * time.Second)},
+			{ID: "t2", Provider: domain.ProviderMonday, ExternalID: "9000000001", URL: "https://acme.monday.com/boards/1/pulses/9000000001",
+				Title: "Checkout fails", CreatedBy: "admin-1", CreatedAt: testNow.Add(-5 * time.Second)}}}
 }
 
 // finishedItem is finishedRun's list item; finishedView its full view.
@@ -168,7 +174,11 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 const finishedView = finishedItem + `,"tests":[
 	{"name":"logs in","suite":"auth","status":"passed","durationMs":1200,"retries":0},
 	{"name":"pays","suite":"billing","status":"failed","durationMs":800,"error":"expected 200","retries":0}],
-	"analysis":null}`
+	"analysis":null,
+	"trackerAIssues":[{"issueId":"9f0e0001-0000-4000-8000-000000000000","issueUrl":"https://linear.app/acme/issue/eng-7",
+		"identifier":"ENG-7","title":"Checkout fails","createdBy":"dev-1","createdAt":"2026-05-04T09:59:50.000Z"}],
+	"trackerBItems":[{"itemId":"9000000001","itemUrl":"https://acme.monday.com/boards/1/pulses/9000000001",
+		"title":"Checkout fails","createdBy":"admin-1","createdAt":"2026-05-04T09:59:55.000Z"}]}`
 
 // runningRun is a run started 10 s before testNow, waiting on nothing.
 func runningRun() domain.Execution {
@@ -294,7 +304,8 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"cancelRequested":false,
 		"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[],"analysis":null}}`)
+		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[],"analysis":null,
+		"trackerAIssues":[],"trackerBItems":[]}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("queued %+v, want %+v", got, want)

@@ -37,12 +37,14 @@ type Deps struct {
 	Executions Executions
 	Billing    Billing
 	Analysis   Analysis
-	JWT        TokenVerifier
-	Limiter    *ratelimit.Limiter
-	RateLimits RateLimits // nil = DefaultRateLimits
-	Proxies    []netip.Prefix
-	Reports    report.Store
-	Signer     *report.Signer
+	// Integrations is the trackers' service; nil: the integration routes answer 503.
+	Integrations Integrations
+	JWT          TokenVerifier
+	Limiter      *ratelimit.Limiter
+	RateLimits   RateLimits // nil = DefaultRateLimits
+	Proxies      []netip.Prefix
+	Reports      report.Store
+	Signer       *report.Signer
 	// SecureCookies marks report cookies Secure (the public URL is https).
 	SecureCookies bool
 	// PublicURL is where clients reach the API (config.Config.PublicURL); report links in
@@ -67,6 +69,7 @@ type Server struct {
 	executions    Executions
 	billing       Billing
 	analysis      Analysis
+	integrations  Integrations
 	reports       report.Store
 	signer        *report.Signer
 	secureCookies bool
@@ -100,7 +103,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analysis: d.Analysis, reports: d.Reports, signer: d.Signer,
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analysis: d.Analysis, integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -196,6 +199,14 @@ func (s *Server) routes() {
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
+
+	s.handle("GET /api/integrations/linear", routeOpts{access: bearerOrKey, limit: "api"}, s.getLinear)
+	s.handle("PUT /api/integrations/linear", routeOpts{access: bearer, limit: "strict"}, s.putLinear)
+	s.handle("GET /api/integrations/monday", routeOpts{access: bearerOrKey, limit: "api"}, s.getMonday)
+	s.handle("PUT /api/integrations/monday", routeOpts{access: bearer, limit: "strict"}, s.putMonday)
+	s.handle("DELETE /api/integrations/{provider}", routeOpts{access: bearer, limit: "strict"}, s.deleteIntegration)
+	s.handle("POST /api/linear/issues", routeOpts{access: bearerOrKey, limit: "api"}, s.createLinearIssue)
+	s.handle("POST /api/monday/items", routeOpts{access: bearerOrKey, limit: "api"}, s.createMondayItem)
 
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)

@@ -8,6 +8,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
+	"verdict/internal/integrations"
 	"verdict/internal/store"
 )
 
@@ -97,3 +98,17 @@ type Analysis interface {
 	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
 	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
 }
+
+// Integrations is the trackers' service: the organization's Linear and Monday.com settings,
+// unlinking any integration provider, and tickets created from runs.
+type Integrations interface {
+	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
+	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
+	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
+	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
+	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
+	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+}
+
+var _ Integrations = (*integrations.Service)(nil)

@@ -200,6 +200,38 @@ type Execution struct {
 	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; null
 	// when there is none (yet). The list leaves it out.
 	Analysis *domain.Analysis `json:"analysis"`
+	// TrackerAIssues and TrackerBItems are the Linear issues and Monday.com items created from
+	// the run, oldest first. The list leaves them out.
+	TrackerAIssues []TrackerIssue `json:"trackerAIssues"`
+	TrackerBItems  []TrackerItem  `json:"trackerBItems"`
+}
+
+// TrackerIssue is a Linear issue created from a run.
+type TrackerIssue struct {
+	IssueID    string `json:"issueId"`
+	IssueURL   string `json:"issueUrl"`
+	Identifier string `json:"identifier"`
+	Title      string `json:"title"`
+	CreatedBy  string `json:"createdBy"`
+	CreatedAt  string `json:"createdAt"`
+}
+
+// TrackerItem is a Monday.com item created from a run.
+type TrackerItem struct {
+	ItemID    string `json:"itemId"`
+	ItemURL   string `json:"itemUrl"`
+	Title     string `json:"title"`
+	CreatedBy string `json:"createdBy"`
+	CreatedAt string `json:"createdAt"`
+}
+
+func trackerIssueView(t *domain.Ticket) TrackerIssue {
+	return TrackerIssue{IssueID: t.ExternalID, IssueURL: t.URL, Identifier: t.Identifier, Title: t.Title, CreatedBy: t.CreatedBy,
+		CreatedAt: ts(t.CreatedAt)}
+}
+
+func trackerItemView(t *domain.Ticket) TrackerItem {
+	return TrackerItem{ItemID: t.ExternalID, ItemURL: t.URL, Title: t.Title, CreatedBy: t.CreatedBy, CreatedAt: ts(t.CreatedAt)}
 }
 
 // Views makes the execution views, whose report links are absolute URLs on the origin that
@@ -223,7 +255,33 @@ func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 	if tests == nil {
 		tests = []domain.TestResult{}
 	}
-	return Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis}
+	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis,
+		TrackerAIssues: []TrackerIssue{}, TrackerBItems: []TrackerItem{}}
+	for i := range e.Tickets {
+		switch t := &e.Tickets[i]; t.Provider {
+		case domain.ProviderLinear:
+			x.TrackerAIssues = append(x.TrackerAIssues, trackerIssueView(t))
+		case domain.ProviderMonday:
+			x.TrackerBItems = append(x.TrackerBItems, trackerItemView(t))
+		}
+	}
+	return x
+}
+
+// ReportURL is the link a ticket gives to a run's report: its htmlReportUrl, else its
+// allureReportUrl, else its first linked report folder; "" when it has none.
+func (v Views) ReportURL(e *domain.Execution) string {
+	var item ExecutionListItem
+	v.reportLinks(e, &item)
+	switch {
+	case item.HTMLReportURL != nil:
+		return *item.HTMLReportURL
+	case item.AllureReportURL != nil:
+		return *item.AllureReportURL
+	case len(item.Artifacts) > 0:
+		return item.Artifacts[0]
+	}
+	return ""
 }
 
 // ExecutionListItem is the list view of e at now.

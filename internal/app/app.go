@@ -27,6 +27,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
+	"verdict/internal/integrations"
 	"verdict/internal/mail"
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
@@ -219,6 +220,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	execs := executions.New(execDeps)
 	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
 
+	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
+	trackerBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict tracker keys"))
+	if err != nil {
+		return nil, err
+	}
+	// A ticket links the run's report as the execution view does (recording which folders hold
+	// an index.html first for runs stored before that was recorded).
+	reportURL := func(ctx context.Context, e *domain.Execution) string {
+		if e.ReportIndexes == nil && len(e.ReportDirs) > 0 {
+			e.ReportIndexes = report.IndexedDirs(ctx, reports, e.OrganizationID, e.TaskID, e.ReportDirs)
+		}
+		return events.views.ReportURL(e)
+	}
+	trackers := integrations.New(integrations.Deps{Store: st, Box: trackerBox, LinearURL: cfg.LinearAPIURL,
+		MondayURL: cfg.MondayAPIURL, MondayAPIVersion: cfg.MondayAPIVersion, ReportURL: reportURL, Events: events,
+		Clock: clock, Log: log})
+
 	ids = identity.New(identity.Deps{
 		Store:       st,
 		Tokens:      jwt,
@@ -242,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Executions:    execs,
 		Billing:       bill,
 		Analysis:      analyses,
+		Integrations:  trackers,
 		Reports:       reports,
 		Signer:        signer,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),

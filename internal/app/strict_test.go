@@ -41,6 +41,10 @@ func TestStrictBodies(t *testing.T) {
 			{"POST", "/api/invitations", map[string]any{"email": "new@example.com", "role": "viewer", "message": "hi"}, "message"},
 			{"POST", "/api/invitations/accept", map[string]any{"token": invite, "tokne": invite}, "tokne"},
 			{"POST", "/api/billing/checkout", map[string]any{"planId": "team", "coupon": "FREE"}, "coupon"},
+			{"PUT", "/api/integrations/linear", map[string]any{"apiKey": "lin_api_x", "teamId": "t1", "team_id": "t1"}, "team_id"},
+			{"PUT", "/api/integrations/monday", map[string]any{"apiKey": "x", "boardId": "1", "columnValues": map[string]any{}}, "columnValues"},
+			{"POST", "/api/linear/issues", map[string]any{"taskId": "run-1", "priority": 1}, "priority"},
+			{"POST", "/api/monday/items", map[string]any{"taskId": "run-1", "itemName": "x"}, "itemName"},
 			{"POST", "/api/auth/signup", map[string]any{"email": "new@example.com", "password": password, "name": "N", "organizationName": "New Co", "role": "admin"}, "role"},
 			{"POST", "/api/auth/login", map[string]any{"email": admin.email, "password": password, "rememberMe": true}, "rememberMe"},
 		} {

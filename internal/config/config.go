@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,12 @@ type Config struct {
 	GeminiBaseURL    string `env:"GEMINI_BASE_URL"`
 	AnthropicBaseURL string `env:"ANTHROPIC_BASE_URL"`
 
+	// Issue trackers: the GraphQL endpoints tickets are created at, and the Monday.com API
+	// version asked for (the API-Version header).
+	LinearAPIURL     string `env:"LINEAR_API_URL" envDefault:"https://api.linear.app/graphql"`
+	MondayAPIURL     string `env:"MONDAY_API_URL" envDefault:"https://api.monday.com/v2"`
+	MondayAPIVersion string `env:"MONDAY_API_VERSION" envDefault:"2026-07"`
+
 	// Derived by Load.
 	Proxies     []netip.Prefix           `env:"-"`
 	EncKey      []byte                   `env:"-"`
@@ -96,6 +103,9 @@ type Config struct {
 	Timeouts    map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
 	Limits      map[string]RateLimit     `env:"-"` // RateLimits parsed, by bucket name
 }
+
+// mondayVersion is the shape of a Monday.com API version: a year and a month.
+var mondayVersion = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
 // RateLimit is one bucket's override: Limit requests per Window.
 type RateLimit struct {
@@ -186,6 +196,17 @@ func (c *Config) finish() error {
 		if p, err := url.Parse(*u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad(u.name, "want an http(s) URL, got %q", *u.v)
 		}
+	}
+	for _, u := range []struct {
+		name string
+		v    string
+	}{{"LINEAR_API_URL", c.LinearAPIURL}, {"MONDAY_API_URL", c.MondayAPIURL}} {
+		if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad(u.name, "want an http(s) URL, got %q", u.v)
+		}
+	}
+	if !mondayVersion.MatchString(c.MondayAPIVersion) {
+		bad("MONDAY_API_VERSION", "want a Monday.com API version such as 2026-07, got %q", c.MondayAPIVersion)
 	}
 	if c.StripeAPIBase != "" {
 		if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

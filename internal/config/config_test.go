@@ -24,7 +24,8 @@ func TestLoadDefaultsAndStripe(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.StripeAPIBase != "http://127.0.0.1:12111" || c.StripeSecretKey != "sk_test_1" || c.StripePriceTeam != "price_t" ||
-		c.PublicURL != "http://"+c.Addr || c.Runner != "embedded" {
+		c.PublicURL != "http://"+c.Addr || c.Runner != "embedded" || c.LinearAPIURL != "https://api.linear.app/graphql" ||
+		c.MondayAPIURL != "https://api.monday.com/v2" || c.MondayAPIVersion != "2026-07" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -47,6 +48,9 @@ func TestLoadRefusesBadValuesByName(t *testing.T) {
 		"reports same host": {"VERDICT_REPORTS_URL", "http://127.0.0.1:8080", "VERDICT_REPORTS_URL"},
 		"reports same name": {"VERDICT_REPORTS_URL", "http://127.0.0.1:8081", "VERDICT_REPORTS_URL"},
 		"body timeout":      {"VERDICT_BODY_TIMEOUT", "10ms", "VERDICT_BODY_TIMEOUT"},
+		"linear url":        {"LINEAR_API_URL", "api.linear.app/graphql", "LINEAR_API_URL"},
+		"monday url":        {"MONDAY_API_URL", "ftp://api.monday.com/v2", "MONDAY_API_URL"},
+		"monday version":    {"MONDAY_API_VERSION", "v2", "MONDAY_API_VERSION"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			env := base()

@@ -201,6 +201,11 @@ type Execution struct {
 	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; nil: none.
 	// It is not read with the run list.
 	Analysis *Analysis
+
+	// Tickets are the issues and items created in trackers from the run, oldest first; nil:
+	// none. They are read with a single run, never with the run list: a finished run's list row
+	// stays as it was when the run ended.
+	Tickets []Ticket
 }
 
 // DurationMs is the run's wall time from start to finish (so far, when running).

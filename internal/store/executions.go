@@ -49,12 +49,13 @@ type Finish struct {
 type ExecutionRepo interface {
 	// Create queues an execution; ErrConflict when the organization already has its TaskID.
 	Create(ctx context.Context, e *domain.Execution) error
+	// Get returns the organization's run taskID whole, with its Tickets.
 	Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
-	// GetByID finds an execution by internal ID across organizations: for the run plane only,
-	// which acts on runs it was handed, never on a tenant's request.
+	// GetByID finds an execution by internal ID across organizations, whole, with its Tickets:
+	// for the run plane only, which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)
-	// List returns a page of the organization's runs, newest first, without Tests, EnvCipher
-	// and ReportFolders, and the filter's total. The page may be shared with other callers
+	// List returns a page of the organization's runs, newest first, without Tests, EnvCipher,
+	// ReportFolders, Analysis and Tickets, and the filter's total. The page may be shared with other callers
 	// (a cache's): read it, do not change it.
 	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error)
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error) // runs queued since

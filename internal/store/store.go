@@ -35,6 +35,7 @@ type Store interface {
 	Logs() LogRepo
 	Analyses() AnalysisRepo
 	Plans() PlanRepo
+	Integrations() IntegrationRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 
@@ -185,4 +186,24 @@ type PlanRepo interface {
 	// List returns the organization's newest plans (of projectID when not empty), at most
 	// limit, without their Markdown.
 	List(ctx context.Context, orgID, projectID string, limit int) ([]domain.AutomationPlan, error)
+}
+
+// IntegrationRepo stores organizations' integrations with outside services (one per
+// organization and provider: settings and the sealed key) and the tickets created in trackers
+// from runs.
+type IntegrationRepo interface {
+	// Get returns the organization's integration with provider; ErrNotFound when none is stored.
+	Get(ctx context.Context, orgID, provider string) (*domain.Integration, error)
+	// Put stores in, replacing the organization's integration with the same provider (whose
+	// CreatedAt stays).
+	Put(ctx context.Context, in *domain.Integration) error
+	// Delete removes the organization's integration with provider and reports whether there was
+	// one. The tickets created through it stay on their runs.
+	Delete(ctx context.Context, orgID, provider string) (bool, error)
+	// AddTicket records a ticket on the organization's run t.ExecutionID; ErrNotFound when the
+	// organization has no such run (deleted meanwhile). Each ticket is a row of its own, so
+	// tickets recorded at the same time are all kept, and the run's own row is not written.
+	AddTicket(ctx context.Context, t *domain.Ticket) error
+	// Tickets lists the tickets of the organization's run executionID, oldest first; nil for none.
+	Tickets(ctx context.Context, orgID, executionID string) ([]domain.Ticket, error)
 }

@@ -164,13 +164,27 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 }
 
 func (r executionRepo) Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
-	return get(ctx, r.s, scanExecution,
-		`SELECT `+executionColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+	return r.withTickets(ctx)(get(ctx, r.s, scanExecution,
+		`SELECT `+executionColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID))
 }
 
 // GetByID is for the run plane only: it crosses organizations.
 func (r executionRepo) GetByID(ctx context.Context, id string) (*domain.Execution, error) {
-	return get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE id = ?`, id)
+	return r.withTickets(ctx)(get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE id = ?`, id))
+}
+
+// withTickets fills in the tickets of a run just read: a second, indexed query, made only for
+// single runs (the list leaves tickets out, so finished runs' list rows never change).
+func (r executionRepo) withTickets(ctx context.Context) func(*domain.Execution, error) (*domain.Execution, error) {
+	return func(e *domain.Execution, err error) (*domain.Execution, error) {
+		if err != nil {
+			return nil, err
+		}
+		if e.Tickets, err = r.s.Integrations().Tickets(ctx, e.OrganizationID, e.ID); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 }
 
 // List returns a page of the organization's executions, newest queued first, and the number

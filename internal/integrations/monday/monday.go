@@ -1,0 +1,121 @@
+// Package monday creates items on Monday.com boards through its GraphQL API, with typed
+// operations that genqlient generates (generated.go) from the part of Monday.com's schema
+// Verdict uses (schema.graphql) and the operations it sends (operations.graphql). gqlclient
+// carries them: headers `Authorization: <API token>` and `API-Version`, each call bounded in
+// time, errors without the token.
+package monday
+
+//go:generate go tool genqlient genqlient.yaml
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"verdict/internal/integrations/gqlclient"
+)
+
+// DefaultURL is Monday.com's GraphQL endpoint.
+const DefaultURL = "https://api.monday.com/v2"
+
+// DefaultAPIVersion is the API version every call asks for (the API-Version header). Monday.com
+// releases a version a quarter and keeps about three; 2026-07 answers errors in the unified
+// format ({"errors": [...]}), and the older formats are read too.
+const DefaultAPIVersion = "2026-07"
+
+// name is Monday.com in errors.
+const name = "Monday.com"
+
+// Config is where Monday.com is, which API version to ask for and how long a call may take.
+type Config struct {
+	URL        string        // default DefaultURL
+	APIVersion string        // default DefaultAPIVersion
+	Timeout    time.Duration // each call; default gqlclient.DefaultTimeout
+	HTTPClient *http.Client
+}
+
+// Client calls Monday.com; each call brings the organization's token. It is safe for
+// concurrent use.
+type Client struct {
+	api *gqlclient.Endpoint
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	if cfg.URL == "" {
+		cfg.URL = DefaultURL
+	}
+	if cfg.APIVersion == "" {
+		cfg.APIVersion = DefaultAPIVersion
+	}
+	return &Client{api: gqlclient.New(gqlclient.Config{Tracker: name, URL: cfg.URL, Timeout: cfg.Timeout,
+		Header: http.Header{"Api-Version": {cfg.APIVersion}}, HTTPClient: cfg.HTTPClient})}
+}
+
+// Timeout is the bound of each call.
+func (c *Client) Timeout() time.Duration { return c.api.Timeout() }
+
+// Account is the Monday.com account a token belongs to.
+type Account struct {
+	Slug string // its host is <slug>.monday.com
+}
+
+// CheckKey asks who apiKey belongs to (me { id account { slug } }): the account when Monday.com
+// accepts the token, an error matching gqlclient.ErrKeyRefused when it refuses it, another
+// *gqlclient.Error when it could not tell.
+func (c *Client) CheckKey(ctx context.Context, apiKey string) (*Account, error) {
+	res, err := Me(ctx, c.api.With(apiKey))
+	if err != nil {
+		return nil, err
+	}
+	if res.Me == nil || res.Me.Id == "" {
+		return nil, gqlclient.Malformed(name, "Me", "no user for the token")
+	}
+	return &Account{Slug: res.Me.Account.Slug}, nil
+}
+
+// Item is an item Monday.com created.
+type Item struct {
+	ID   string
+	Name string
+	URL  string
+}
+
+// CreateItem creates an item named itemName on board boardID, in group groupID (the board's
+// top group when empty). accountSlug makes the item's link when the answer carries none.
+func (c *Client) CreateItem(ctx context.Context, apiKey, boardID, groupID, itemName, accountSlug string) (*Item, error) {
+	var group *string
+	if groupID != "" {
+		group = &groupID
+	}
+	res, err := CreateItem(ctx, c.api.With(apiKey), boardID, group, itemName)
+	if err != nil {
+		return nil, err
+	}
+	it := res.Create_item
+	if it == nil || it.Id == "" {
+		return nil, gqlclient.Malformed(name, "CreateItem", "no item in the answer")
+	}
+	link := it.Url
+	if link == "" && accountSlug != "" {
+		link = "https://" + url.PathEscape(accountSlug) + ".monday.com/boards/" + url.PathEscape(boardID) +
+			"/pulses/" + url.PathEscape(it.Id)
+	}
+	if link == "" {
+		return nil, gqlclient.Malformed(name, "CreateItem", "the item has no url")
+	}
+	return &Item{ID: it.Id, Name: it.Name, URL: link}, nil
+}
+
+// AddUpdate posts body (HTML) as an update on item itemID.
+func (c *Client) AddUpdate(ctx context.Context, apiKey, itemID, body string) error {
+	res, err := CreateUpdate(ctx, c.api.With(apiKey), itemID, body)
+	if err != nil {
+		return err
+	}
+	if res.Create_update == nil || res.Create_update.Id == "" {
+		return gqlclient.Malformed(name, "CreateUpdate", "no update in the answer")
+	}
+	return nil
+}

@@ -34,6 +34,7 @@ type Store interface {
 	Executions() ExecutionRepo
 	Logs() LogRepo
 	Analyses() AnalysisRepo
+	TestCases() TestCaseRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 

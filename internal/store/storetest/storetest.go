@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Executions", func(t *testing.T) { RunExecutions(t, open) })
 	t.Run("Billing", func(t *testing.T) { testBilling(t, open) })
 	t.Run("Analysis", func(t *testing.T) { testAnalysis(t, open) })
+	t.Run("TestCases", func(t *testing.T) { testTestCases(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -184,6 +184,25 @@ func (s *Store) updateTestCase(ctx context.Context, c *domain.TestCase) error {
 		c.Suite, c.Title, j[0], string(c.Priority), c.Preconditions, j[1], millis(c.UpdatedAt), c.OrganizationID, c.ID)
 }
 
+// updateTestCases writes the changeable fields of several test cases of the organization in one
+// statement: UPDATE … FROM a VALUES list, whose columns both databases name column1, column2, …
+// (PostgreSQL takes their parameters for text, hence the cast of the time).
+func (s *Store) updateTestCases(ctx context.Context, orgID string, cases []*domain.TestCase) error {
+	args := make([]any, 0, 8*len(cases)+1)
+	for _, c := range cases {
+		j, err := marshalJSON(c.Tags, c.Steps)
+		if err != nil {
+			return err
+		}
+		args = append(args, c.ID, c.Suite, c.Title, j[0], string(c.Priority), c.Preconditions, j[1], millis(c.UpdatedAt))
+	}
+	_, err := s.exec(ctx, `UPDATE test_cases SET suite = v.column2, title = v.column3, tags = v.column4,
+		priority = v.column5, preconditions = v.column6, steps = v.column7, updated_at = v.column8
+		FROM (VALUES `+groups(len(cases), "(?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT))")+`) AS v
+		WHERE test_cases.organization_id = ? AND test_cases.id = v.column1`, append(args, orgID)...)
+	return err
+}
+
 // Delete removes the test case; its tag rows go with it (ON DELETE CASCADE).
 func (r testCaseRepo) Delete(ctx context.Context, orgID, id string) error {
 	return r.s.inTx(ctx, func(tx *Store) error {
@@ -194,8 +213,10 @@ func (r testCaseRepo) Delete(ctx context.Context, orgID, id string) error {
 	})
 }
 
-// Import reads the project's existing keys once, updates the matched test cases one by one and
-// adds the new ones and every tag row with multi-row INSERTs.
+// Import reads the project's existing keys once, then writes in multi-row statements: it
+// updates the matched test cases, replaces their tag rows, and adds the new ones and every tag
+// row. Matched rows are updated in place, not deleted and inserted again, so whatever refers to
+// a test case keeps it.
 func (r testCaseRepo) Import(ctx context.Context, orgID, projectID string, cases []domain.TestCase) (store.ImportResult, error) {
 	var res store.ImportResult
 	err := r.s.inTx(ctx, func(tx *Store) error {
@@ -247,12 +268,15 @@ func (r testCaseRepo) Import(ctx context.Context, orgID, projectID string, cases
 			res.Imported++
 		}
 
-		var updatedIDs []string
-		for _, k := range updates {
-			if err := tx.updateTestCase(ctx, final[k]); err != nil {
+		updated := make([]*domain.TestCase, len(updates))
+		updatedIDs := make([]string, len(updates))
+		for i, k := range updates {
+			updated[i], updatedIDs[i] = final[k], final[k].ID
+		}
+		for _, part := range pow2Chunks(updated, maxRowsPerStatement) {
+			if err := tx.updateTestCases(ctx, orgID, part); err != nil {
 				return err
 			}
-			updatedIDs = append(updatedIDs, final[k].ID)
 		}
 		if err := tx.deleteTags(ctx, updatedIDs); err != nil {
 			return err

@@ -30,12 +30,13 @@ type Checker struct {
 	Optional bool
 }
 
-// Deps are the services the API calls and its settings. Identity, Executions, Billing, JWT and
-// Limiter are required; New fills in RateLimits, Log and Clock.
+// Deps are the services the API calls and its settings. Identity, Executions, Billing,
+// TestCases, JWT and Limiter are required; New fills in RateLimits, Log and Clock.
 type Deps struct {
 	Identity   Identity
 	Executions Executions
 	Billing    Billing
+	TestCases  TestCases
 	Analysis   Analysis
 	// Integrations is the trackers' service; nil: the integration routes answer 503.
 	Integrations Integrations
@@ -68,6 +69,7 @@ type Server struct {
 	identity      Identity
 	executions    Executions
 	billing       Billing
+	testCases     TestCases
 	analysis      Analysis
 	integrations  Integrations
 	reports       report.Store
@@ -103,7 +105,8 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analysis: d.Analysis, integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, analysis: d.Analysis,
+		integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -183,6 +186,14 @@ func (s *Server) routes() {
 	s.handle("GET /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.getProject)
 	s.handle("PATCH /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.patchProject)
 	s.handle("DELETE /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.deleteProject)
+
+	cases := routeOpts{access: bearerOrKey, limit: "api"}
+	s.handle("GET /api/test-cases", cases, s.listTestCases)
+	s.handle("POST /api/test-cases", cases, s.createTestCase)
+	s.handle("POST /api/test-cases/import", cases, s.importTestCases)
+	s.handle("GET /api/test-cases/{id}", cases, s.getTestCase)
+	s.handle("PATCH /api/test-cases/{id}", cases, s.patchTestCase)
+	s.handle("DELETE /api/test-cases/{id}", cases, s.deleteTestCase)
 
 	execs := routeOpts{access: bearerOrKey, limit: "executions"}
 	s.handle("POST /api/executions", execs, s.queueExecution)

@@ -10,11 +10,13 @@ import (
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/store"
+	"verdict/internal/testcases"
 )
 
 // The services the API calls, as the API needs them: each interface holds only the methods a
 // handler or the middleware calls, so a handler test can stand a few lines in for a service.
-// internal/app passes the real ones (*identity.Service, *executions.Service, *billing.Service).
+// internal/app passes the real ones (*identity.Service, *executions.Service, *billing.Service,
+// *testcases.Service).
 //
 // Every method a request reaches with a principal takes it, and the service decides what that
 // principal may do (roles included): the routes only authenticate. The methods without one
@@ -83,11 +85,22 @@ type Billing interface {
 	HandleWebhook(ctx context.Context, payload []byte, signature string) (*billing.WebhookResult, error)
 }
 
+// TestCases is the manual test cases service: a project's test cases and their CSV import.
+type TestCases interface {
+	Create(ctx context.Context, p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
+	Get(ctx context.Context, p *identity.Principal, id string) (*domain.TestCase, error)
+	List(ctx context.Context, p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
+	Update(ctx context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error)
+	Delete(ctx context.Context, p *identity.Principal, id string) error
+	Import(ctx context.Context, p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
+}
+
 // The real services satisfy the interfaces.
 var (
 	_ Identity   = (*identity.Service)(nil)
 	_ Executions = (*executions.Service)(nil)
 	_ Billing    = (*billing.Service)(nil)
+	_ TestCases  = (*testcases.Service)(nil)
 )
 
 // Analysis is the failure analyst: analyses on request, people's triages, and the

@@ -159,6 +159,31 @@ type Project struct {
 	UpdatedAt      string            `json:"updatedAt"`
 }
 
+// TestCase is a manual test case; priority is null when it has none.
+type TestCase struct {
+	ID            string            `json:"id"`
+	ProjectID     string            `json:"projectId"`
+	Title         string            `json:"title"`
+	Suite         string            `json:"suite"`
+	Tags          []string          `json:"tags"`
+	Priority      *string           `json:"priority"`
+	Preconditions string            `json:"preconditions"`
+	Steps         []domain.TestStep `json:"steps"`
+	CreatedBy     string            `json:"createdBy"`
+	CreatedAt     string            `json:"createdAt"`
+	UpdatedAt     string            `json:"updatedAt"`
+}
+
+func testCaseView(c *domain.TestCase) TestCase {
+	steps := c.Steps
+	if steps == nil {
+		steps = []domain.TestStep{}
+	}
+	return TestCase{ID: c.ID, ProjectID: c.ProjectID, Title: c.Title, Suite: c.Suite, Tags: nonNil(c.Tags),
+		Priority: nullable(string(c.Priority)), Preconditions: c.Preconditions, Steps: steps, CreatedBy: c.CreatedBy,
+		CreatedAt: ts(c.CreatedAt), UpdatedAt: ts(c.UpdatedAt)}
+}
+
 // ExecutionListItem is an execution as GET /api/executions lists it: everything but its tests.
 // Secret values never appear: only the names of the run's variables.
 type ExecutionListItem struct {

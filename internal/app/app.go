@@ -35,6 +35,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/store/sqlstore"
+	"verdict/internal/testcases"
 )
 
 // App is the assembled service.
@@ -249,6 +250,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Log:         log,
 	})
 
+	cases := testcases.New(testcases.Deps{Store: st, Clock: clock, Log: log})
+
 	limits := o.RateLimits
 	if limits == nil && len(cfg.Limits) > 0 {
 		if limits, err = rateLimits(cfg.Limits); err != nil {
@@ -259,6 +262,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Identity:      ids,
 		Executions:    execs,
 		Billing:       bill,
+		TestCases:     cases,
 		Analysis:      analyses,
 		Integrations:  trackers,
 		Reports:       reports,

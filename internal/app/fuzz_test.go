@@ -23,6 +23,7 @@ func FuzzRequestBodies(f *testing.F) {
 		{"PATCH", "/api/organization"}, {"PATCH", "/api/organization/ai-analysis"}, {"PATCH", "/api/organization/features"},
 		{"POST", "/api/invitations"}, {"POST", "/api/invitations/accept"},
 		{"POST", "/api/projects"}, {"POST", "/api/executions"}, {"POST", "/api/billing/checkout"},
+		{"POST", "/api/test-cases"},
 	}
 	for _, seed := range []string{
 		`{"email":"a@b.co","password":"Str0ng!pass","name":"n","organizationName":"Org"}`,
@@ -31,6 +32,7 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"name":"p","envVars":[{"key":"A","value":"b","secret":true}],"reportFolders":["/app/x"],"targetUrls":{"staging":"http://x"}}`,
 		`{"image":"x","envVars":{"A":"b"},"taskId":"t-1","timeoutSeconds":1e3,"folder":"../x"}`,
 		`{"planId":"team"}`, `{"priceId":"price_team_test","planId":"x"}`,
+		`{"projectId":"0123456789abcdef01234567","title":"t","tags":["a"],"priority":"high","steps":[{"action":"a","expected":"b"}]}`,
 		`null`, `[]`, `"str"`, `{"a":`, "{\"name\":\"\\u0000\"}", `{"timeoutSeconds":99999999999999999999}`,
 	} {
 		for i := range routes {

@@ -47,6 +47,8 @@ func TestStrictBodies(t *testing.T) {
 			{"POST", "/api/monday/items", map[string]any{"taskId": "run-1", "itemName": "x"}, "itemName"},
 			{"POST", "/api/auth/signup", map[string]any{"email": "new@example.com", "password": password, "name": "N", "organizationName": "New Co", "role": "admin"}, "role"},
 			{"POST", "/api/auth/login", map[string]any{"email": admin.email, "password": password, "rememberMe": true}, "rememberMe"},
+			{"POST", "/api/test-cases", map[string]any{"projectId": p.str("project", "id"), "title": "t", "section": "s"}, "section"},
+			{"POST", "/api/test-cases", map[string]any{"projectId": p.str("project", "id"), "title": "t", "steps": []any{map[string]any{"action": "a", "expectedResult": "b"}}}, "steps[0].expectedResult"},
 		} {
 			r := h.do(c.method, c.path, a, c.body)
 			expect(t, r, 400, "Invalid request")
@@ -61,6 +63,9 @@ func TestStrictBodies(t *testing.T) {
 		}
 		if r := h.do("GET", "/api/projects", a, nil); len(r.get("projects").([]any)) != 1 {
 			t.Fatalf("a refused body created a project: %s", r.raw)
+		}
+		if r := h.do("GET", "/api/test-cases?projectId="+p.str("project", "id"), a, nil); r.get("data", "total") != 0.0 {
+			t.Fatalf("a refused body created a test case: %s", r.raw)
 		}
 		if r := h.do("GET", "/api/organization", a, nil); r.str("organization", "name") != "Strict Co" || r.str("organization", "plan") != "free" {
 			t.Fatalf("a refused body changed the organization: %s", r.raw)

@@ -30,9 +30,14 @@ var hiddenOrBreaking = []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl,
 // validDisplayName reports whether s, trimmed, has min to MaxNameLength characters and only
 // visible ones (letters, marks, digits, punctuation, symbols, spaces).
 func validDisplayName(s string, min int) bool {
-	s = strings.TrimSpace(s)
+	return visibleLine(strings.TrimSpace(s), min, MaxNameLength)
+}
+
+// visibleLine reports whether s has min to max characters, all visible ones (letters, marks,
+// digits, punctuation, symbols, spaces): one line, without controls or invisible formatting.
+func visibleLine(s string, min, max int) bool {
 	n := utf8.RuneCountInString(s)
-	if n < min || n > MaxNameLength || !utf8.ValidString(s) {
+	if n < min || n > max || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
@@ -44,6 +49,24 @@ func validDisplayName(s string, min int) bool {
 	}
 	_, err := displayName.String(s)
 	return err == nil
+}
+
+// visibleText reports whether s is valid UTF-8 whose characters are visible ones, line feeds
+// and tabs: text of several lines, without other controls, bidi or invisible formatting
+// characters (which would hide or reorder what a reader sees).
+func visibleText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '\n' || r == '\t' {
+			continue
+		}
+		if unicode.In(r, hiddenOrBreaking...) && !unicode.Is(unicode.Join_Control, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // validInternationalEmail checks the non-ASCII parts of an address that ValidEmail found well

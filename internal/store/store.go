@@ -36,6 +36,7 @@ type Store interface {
 	Analyses() AnalysisRepo
 	Plans() PlanRepo
 	Integrations() IntegrationRepo
+	TestCases() TestCaseRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 

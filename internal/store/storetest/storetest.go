@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Analysis", func(t *testing.T) { testAnalysis(t, open) })
 	t.Run("Plans", func(t *testing.T) { testPlans(t, open) })
 	t.Run("Integrations", func(t *testing.T) { testIntegrations(t, open) })
+	t.Run("TestCases", func(t *testing.T) { testTestCases(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -38,6 +38,8 @@ type Deps struct {
 	Billing    Billing
 	TestCases  TestCases
 	Analysis   Analysis
+	// Planner is the automation planner; nil: its routes answer 503.
+	Planner Planner
 	// Integrations is the trackers' service; nil: the integration routes answer 503.
 	Integrations Integrations
 	JWT          TokenVerifier
@@ -70,6 +72,7 @@ type Server struct {
 	executions    Executions
 	billing       Billing
 	testCases     TestCases
+	planner       Planner
 	analysis      Analysis
 	integrations  Integrations
 	reports       report.Store
@@ -105,7 +108,7 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, analysis: d.Analysis,
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
 		integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
@@ -194,6 +197,12 @@ func (s *Server) routes() {
 	s.handle("GET /api/test-cases/{id}", cases, s.getTestCase)
 	s.handle("PATCH /api/test-cases/{id}", cases, s.patchTestCase)
 	s.handle("DELETE /api/test-cases/{id}", cases, s.deleteTestCase)
+
+	s.handle("POST /api/ai/automation-planner/discover", routeOpts{access: bearer, limit: "api"}, s.discoverPlan)
+	s.handle("POST /api/ai/automation-planner/generate", routeOpts{access: bearer, limit: "strict"}, s.generatePlan)
+	s.handle("GET /api/ai/automation-planner/history", routeOpts{access: bearer, limit: "api"}, s.planHistory)
+	s.handle("GET /api/ai/automation-planner/history/{planId}", routeOpts{access: bearer, limit: "api"}, s.openPlan)
+	s.handle("GET /api/ai/automation-planner/filter-options", routeOpts{access: bearer, limit: "api"}, s.planFilterOptions)
 
 	execs := routeOpts{access: bearerOrKey, limit: "executions"}
 	s.handle("POST /api/executions", execs, s.queueExecution)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"verdict/internal/ai/analyst"
+	"verdict/internal/ai/planner"
+	"verdict/internal/ai/planning"
 	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
@@ -125,3 +127,12 @@ type Integrations interface {
 }
 
 var _ Integrations = (*integrations.Service)(nil)
+
+// Planner is the automation planner's service.
+type Planner interface {
+	Discover(ctx context.Context, p *identity.Principal, in planning.DiscoverInput) (*planner.Discovery, error)
+	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
+	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
+	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
+	FilterOptions(ctx context.Context, p *identity.Principal, projectID string) (*store.TestCaseOptions, error)
+}

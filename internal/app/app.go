@@ -19,6 +19,7 @@ import (
 
 	"verdict/internal/ai/analyst"
 	"verdict/internal/ai/models"
+	"verdict/internal/ai/planning"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
@@ -207,7 +208,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	if err != nil {
 		return nil, err
 	}
-	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: models.New(modelsConfig(cfg)),
+	modelClient := models.New(modelsConfig(cfg))
+	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: modelClient,
 		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.OpenAIAPIKey, models.Gemini: cfg.GeminiAPIKey,
 			models.Anthropic: cfg.AnthropicAPIKey},
 		Events: events, Clock: clock, Log: log})
@@ -258,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 			return nil, err
 		}
 	}
+	plans := planning.New(planning.Deps{Store: st, Models: modelClient, Choose: analyses, Clock: clock, Log: log})
 	a.API = api.New(api.Deps{
 		Identity:      ids,
 		Executions:    execs,
@@ -265,6 +268,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		TestCases:     cases,
 		Analysis:      analyses,
 		Integrations:  trackers,
+		Planner:       plans,
 		Reports:       reports,
 		Signer:        signer,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),

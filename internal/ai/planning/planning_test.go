@@ -98,4 +98,6 @@ func TestGenerateWithAModel(t *testing.T) {
 	}
 }
 
-func storeFilter(projectID string) store.TestCaseFilter { return store.TestCaseFilter{ProjectID: projectID} }
+func storeFilter(projectID string) store.TestCaseFilter {
+	return store.TestCaseFilter{ProjectID: projectID}
+}

@@ -339,8 +339,8 @@ func TestLinearIssue(t *testing.T) {
 	wantError(t, "not configured", err, 400, "Integration not configured")
 	f.saveLinear()
 
-	_, err = f.s.CreateLinearIssue(f.ctx, f.viewer, TicketInput{TaskID: run.TaskID})
-	wantError(t, "viewer", err, 403, "Forbidden")
+	_, err = f.s.CreateLinearIssue(f.ctx, f.viewer, TicketInput{TaskID: "nope"})
+	wantError(t, "a viewer, past the role", err, 404, "Execution not found")
 	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{})
 	wantError(t, "no taskId", err, 400, "Missing required fields")
 	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: "nope"})

@@ -37,7 +37,6 @@ const (
 )
 
 var (
-	errReadOnly = domain.Forbidden("Forbidden", "Viewers cannot create tickets")
 	errNotFound = domain.NotFound("Execution not found", "No such execution in your organization")
 )
 
@@ -100,16 +99,14 @@ func (s *Service) CreateMondayItem(ctx context.Context, p *identity.Principal, i
 	return s.record(ctx, p, run, t, warning)
 }
 
-// prepare checks a ticket request in the order a client can act on: the role, the body, the
+// prepare checks a ticket request in the order a client can act on (every member, viewers
+// too, may file a ticket from a run they can read): the body, the
 // organization's integration (stored and on), then the run (the organization's, finished). It
 // returns the cleaned input, the integration, the run and the opened key.
 func (s *Service) prepare(ctx context.Context, p *identity.Principal, provider string, in TicketInput) (
 	TicketInput, *domain.Integration, *domain.Execution, string, error) {
 	fail := func(err error) (TicketInput, *domain.Integration, *domain.Execution, string, error) {
 		return in, nil, nil, "", err
-	}
-	if !p.CanWrite() {
-		return fail(errReadOnly)
 	}
 	in.TaskID = strings.TrimSpace(in.TaskID)
 	if in.TaskID == "" {

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"verdict/internal/ai"
+	"verdict/internal/redact"
 )
 
 // Provider names a model provider, as it appears before the colon of a model string.
@@ -77,7 +78,7 @@ func ParseModel(s string) (Provider, string, error) {
 	name, model, ok := strings.Cut(s, ":")
 	p := Provider(name)
 	if !ok || !p.Valid() {
-		return "", "", &Error{Op: "parse model", Kind: ErrUnknownProvider, Detail: clean(s, "")}
+		return "", "", &Error{Op: "parse model", Kind: ErrUnknownProvider, Detail: redact.Clean(s, "")}
 	}
 	if err := checkModel(model); err != nil {
 		return "", "", &Error{Provider: p, Op: "parse model", Kind: ErrBadModel, Detail: err.Error()}
@@ -438,15 +439,15 @@ func (cl *call) fail(ctx context.Context, op string, err error) error {
 		// The provider's words may quote part of the key: keep none of them.
 		e.Kind = ErrKeyRefused
 	case status == http.StatusTooManyRequests:
-		e.Kind, e.Detail = ErrRateLimited, clean(msg, cl.key)
+		e.Kind, e.Detail = ErrRateLimited, redact.Clean(msg, cl.key)
 	case status >= 400:
-		e.Kind, e.Detail = ErrProvider, clean(msg, cl.key)
+		e.Kind, e.Detail = ErrProvider, redact.Clean(msg, cl.key)
 	case status != 0:
 		// A 2xx the SDK could not read. Its error may quote the body, which may echo the
 		// evidence: keep none of it.
 		e.Kind, e.Detail = ErrProvider, "unreadable response"
 	default:
-		e.Kind, e.Detail = ErrUnreachable, clean(err.Error(), cl.key)
+		e.Kind, e.Detail = ErrUnreachable, redact.Clean(err.Error(), cl.key)
 	}
 	return e
 }
@@ -463,28 +464,6 @@ func providerMessage(p Provider, err error) (string, bool) {
 		return anthropicMessage(err), false
 	}
 	return "", false
-}
-
-// clean makes text fit for an error: the key removed, one line, at most 300 bytes.
-func clean(s, key string) string {
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
 }
 
 // watchTransport records the status of the last response and cuts every response body at
@@ -632,7 +611,7 @@ func parseFinding(text string) (ai.Finding, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return ai.Finding{}, fmt.Errorf("not the finding object: %s", clean(err.Error(), ""))
+		return ai.Finding{}, fmt.Errorf("not the finding object: %s", redact.Clean(err.Error(), ""))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return ai.Finding{}, errors.New("text after the finding object")
@@ -641,7 +620,7 @@ func parseFinding(text string) (ai.Finding, error) {
 	case raw.Category == nil, raw.Summary == nil, raw.RootCause == nil, raw.SuggestedFix == nil, raw.Confidence == nil:
 		return ai.Finding{}, errors.New("a field is missing or null")
 	case !raw.Category.Valid():
-		return ai.Finding{}, fmt.Errorf("unknown category %q", clean(string(*raw.Category), ""))
+		return ai.Finding{}, fmt.Errorf("unknown category %q", redact.Clean(string(*raw.Category), ""))
 	case math.IsNaN(*raw.Confidence) || *raw.Confidence < 0 || *raw.Confidence > 1:
 		return ai.Finding{}, fmt.Errorf("confidence %v is outside 0..1", *raw.Confidence)
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"verdict/internal/redact"
 )
 
 // planSchemaName names a plan's structured output where a provider asks for a name.
@@ -43,7 +45,7 @@ func parsePlan(text string) (string, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return "", fmt.Errorf("not the plan object: %s", clean(err.Error(), ""))
+		return "", fmt.Errorf("not the plan object: %s", redact.Clean(err.Error(), ""))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", errors.New("text after the plan object")

@@ -19,10 +19,10 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/Khan/genqlient/graphql"
+
+	"verdict/internal/redact"
 )
 
 // Errors, used as the Kind of an [*Error]: test them with errors.Is.
@@ -121,7 +121,7 @@ type client struct {
 // MakeRequest sends one operation and decodes its data into resp.Data. Any failure is an *Error.
 func (c *client) MakeRequest(ctx context.Context, req *graphql.Request, resp *graphql.Response) error {
 	fail := func(kind error, status int, msg, code string) error {
-		return &Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: kind, StatusCode: status, Message: clean(msg, c.key), Code: code}
+		return &Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: kind, StatusCode: status, Message: redact.Clean(msg, c.key), Code: code}
 	}
 	if strings.TrimSpace(c.key) == "" {
 		return fail(ErrKeyRefused, 0, "no API key", "")
@@ -263,26 +263,4 @@ func number(v any) int {
 		}
 	}
 	return 0
-}
-
-// clean makes text fit for an error: the key removed, one line, at most 300 bytes.
-func clean(s, key string) string {
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
 }

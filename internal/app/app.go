@@ -275,7 +275,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	pages := web.New(web.Deps{Identity: ids, Executions: execs, JWT: jwt,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		ReportLink: reportLink, Log: log, Clock: clock})
+		ReportLink: reportLink, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
 	a.API = api.New(api.Deps{
 		Identity:      ids,
 		Executions:    execs,

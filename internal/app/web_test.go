@@ -245,3 +245,16 @@ func TestWebDashboard(t *testing.T) {
 		t.Fatal("a suspended member keeps the session cookie")
 	}
 }
+
+// The sign-in and signup forms take from the API's own per-IP buckets: a form is no way around
+// the login route's limit, and its refusal is told as such.
+func TestWebFormRateLimit(t *testing.T) {
+	h := newHarness(t, harnessOpts{dialect: "sqlite", rateLimits: limitsAt(2)})
+	b := h.browser(t)
+	b.get("/login")
+	wrong := url.Values{"email": {"who@example.com"}, "password": {"Wr0ng!pass"}}
+	expect(t, h.do("POST", "/api/auth/login", anon, map[string]any{"email": "who@example.com", "password": "Wr0ng!pass"}), 401, "Invalid credentials")
+	wantStatus(t, "second login", b.post("/login", wrong), 401, "Invalid credentials")
+	wantStatus(t, "third login", b.post("/login", wrong), 429, "Rate limit exceeded")
+	expect(t, h.do("POST", "/api/auth/login", anon, map[string]any{"email": "who@example.com", "password": "Wr0ng!pass"}), 429, "Rate limit exceeded")
+}

@@ -107,6 +107,14 @@ func (s *Server) formErrorOf(r *http.Request, err error) *formError {
 	return fe
 }
 
+// limited takes r from the rate-limit bucket of the API route doing the same.
+func (s *Server) limited(r *http.Request, bucket string) error {
+	if s.limit == nil {
+		return nil
+	}
+	return s.limit(r, bucket)
+}
+
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	if _, _, err := s.principalOf(r); err == nil {
 		redirect(w, r, "/runs")
@@ -130,7 +138,11 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	email := r.PostFormValue("email")
-	sess, err := s.identity.Login(r.Context(), email, r.PostFormValue("password"))
+	err := s.limited(r, "login")
+	var sess *identity.Session
+	if err == nil {
+		sess, err = s.identity.Login(r.Context(), email, r.PostFormValue("password"))
+	}
 	if err != nil {
 		fe := s.formErrorOf(r, err)
 		s.render(w, r, fe.Status, "login", "Sign in", loginData{Email: email, Error: fe})
@@ -152,7 +164,11 @@ func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 	in := identity.SignupInput{Email: r.PostFormValue("email"), Password: r.PostFormValue("password"),
 		Name: r.PostFormValue("name"), OrganizationName: r.PostFormValue("organizationName")}
-	sess, err := s.identity.Signup(r.Context(), in)
+	err := s.limited(r, "signup")
+	var sess *identity.Session
+	if err == nil {
+		sess, err = s.identity.Signup(r.Context(), in)
+	}
 	if err != nil {
 		fe := s.formErrorOf(r, err)
 		s.render(w, r, fe.Status, "signup", "Create an account", signupData{Email: in.Email, Name: in.Name,
@@ -208,7 +224,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 		if acc, err = s.identity.AcceptInvitation(r.Context(), st.p, token); err == nil {
 			sessionToken = acc.Token
 		}
-	} else {
+	} else if err = s.limited(r, "signup"); err == nil {
 		var sess *identity.Session
 		sess, err = s.identity.Signup(r.Context(), identity.SignupInput{Email: r.PostFormValue("email"),
 			Password: r.PostFormValue("password"), Name: r.PostFormValue("name"), InviteToken: token})

@@ -88,6 +88,9 @@ type Deps struct {
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
 	SecureCookies bool
+	// Limit takes a request of a public form from the API's rate-limit bucket of the same
+	// action ("login", "signup"), answering its 429 error when the bucket is empty; nil: no limit.
+	Limit func(r *http.Request, bucket string) error
 	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
 	// report token), "" for none; nil: no report links.
 	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
@@ -103,6 +106,7 @@ type Server struct {
 	csrfKey    []byte
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	limit      func(r *http.Request, bucket string) error
 	log        *slog.Logger
 	clock      domain.Clock
 	pages      map[string]*template.Template
@@ -121,7 +125,7 @@ func New(d Deps) *Server {
 		panic("web: a CSRF key is required")
 	}
 	s := &Server{identity: d.Identity, executions: d.Executions, jwt: d.JWT, csrfKey: d.CSRFKey,
-		secure: d.SecureCookies, reportLink: d.ReportLink, log: d.Log, clock: d.Clock,
+		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.routes()
 	return s

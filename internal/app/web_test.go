@@ -174,6 +174,7 @@ func TestWebDashboard(t *testing.T) {
 	wantStatus(t, "runs filtered", b.get("/runs?status=PENDING"), 200, `href="/runs/web-run-1"`)
 	wantStatus(t, "run page", b.get("/runs/"+taskID), 200, "Test results appear when the run ends")
 	wantStatus(t, "billing", b.get("/settings/billing"), 200, "Test runs")
+	wantStatus(t, "billing after checkout", b.get("/settings/billing?checkout=success&session_id=cs_1"), 200, "your payment was received")
 
 	// Another organization's run is not found; so are unknown pages. The API keeps its JSON 404.
 	other := h.signup("other@example.com", "Other Co")

@@ -426,6 +426,8 @@ func testRank(t domain.TestResult) int {
 type billingData struct {
 	Org   *domain.Organization
 	Usage *identity.Usage
+	// Checkout is the payment provider's return ("success" or "canceled"), "" for none.
+	Checkout string
 }
 
 func (s *Server) billing(w http.ResponseWriter, r *http.Request) {
@@ -435,7 +437,11 @@ func (s *Server) billing(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "billing", "Billing", billingData{Org: st.org, Usage: u})
+	d := billingData{Org: st.org, Usage: u}
+	if c := r.URL.Query().Get("checkout"); c == "success" || c == "canceled" {
+		d.Checkout = c
+	}
+	s.render(w, r, http.StatusOK, "billing", "Billing", d)
 }
 
 func formatDuration(ms int64) string {

@@ -159,7 +159,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", ContentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Referrer-Policy", "no-referrer") // invitation links carry their token in the query
 	if !strings.HasPrefix(r.URL.Path, "/static/") {
 		h.Set("Cache-Control", "no-store")
 	}

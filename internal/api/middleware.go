@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"regexp"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/ratelimit"
 )
 
 // access says who may call a route.
@@ -173,13 +175,48 @@ func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
 		// is by then; Retry-After is rounded up likewise, and never 0.
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.ResetAt.Add(time.Second-time.Nanosecond).Unix(), 10))
 		if !d.Allowed {
-			secs := max(int((d.RetryAfter+time.Second-1)/time.Second), 1)
+			secs := retrySeconds(d.RetryAfter)
 			h.Set("Retry-After", strconv.Itoa(secs))
-			writeDomainError(w, domain.TooMany("Rate limit exceeded",
-				fmt.Sprintf("Too many requests; try again in %d seconds", secs)).With("retryAfter", secs))
+			writeDomainError(w, errRateLimited(secs))
 			return
 		}
 		next(w, r)
+	}
+}
+
+func retrySeconds(d time.Duration) int { return max(int((d+time.Second-1)/time.Second), 1) }
+
+func errRateLimited(secs int) *domain.Error {
+	return domain.TooMany("Rate limit exceeded",
+		fmt.Sprintf("Too many requests; try again in %d seconds", secs)).With("retryAfter", secs)
+}
+
+// FormLimit returns the rate limit of the API's public, IP-keyed buckets for pages that do
+// what a public route does (the dashboard's sign-in and signup forms): a page takes from the
+// route's own bucket, so it is no way around the route's limit. The function answers the
+// route's 429 error when the bucket is empty, and nil otherwise (a limiter failure lets the
+// request through, logged, as on the routes). limits nil: DefaultRateLimits.
+func FormLimit(l *ratelimit.Limiter, limits RateLimits, proxies []netip.Prefix, log *slog.Logger) func(r *http.Request, bucket string) error {
+	if limits == nil {
+		limits = DefaultRateLimits()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(r *http.Request, bucket string) error {
+		rule, ok := limits[bucket]
+		if !ok || rule.Key != byIP {
+			panic("api: no IP-keyed rate limit named " + bucket)
+		}
+		d, err := l.Allow(r.Context(), "rl:"+bucket+":ip:"+clientIP(r, proxies), rule.Limit, rule.Window)
+		if err != nil {
+			log.Warn("rate limiter unavailable; request let through", "bucket", bucket, "err", err)
+			return nil
+		}
+		if !d.Allowed {
+			return errRateLimited(retrySeconds(d.RetryAfter))
+		}
+		return nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,11 @@ type Deps struct {
 	ReportsURL string
 	// Mounts are handlers that bring their own authentication, by pattern (Socket.IO).
 	Mounts map[string]http.Handler
-	Ready  []Checker
+	// Pages serve every request that no route (nor Mounts) takes outside /api/: the dashboard,
+	// with its own authentication. They are not API routes, so Patterns does not list them.
+	// nil: such requests answer the mux's 404.
+	Pages http.Handler
+	Ready []Checker
 	// BodyTimeout bounds the time to receive a request body (0: unbounded).
 	BodyTimeout time.Duration
 	Log         *slog.Logger
@@ -120,6 +125,9 @@ func New(d Deps) *Server {
 	s.routes()
 	for pattern, h := range d.Mounts {
 		s.Mount(pattern, h)
+	}
+	if d.Pages != nil {
+		s.mux.Handle("/", s.pages(d.Pages))
 	}
 	s.handler = s.outer(s.mux)
 	return s
@@ -238,6 +246,33 @@ func (s *Server) routes() {
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, domain.NotFound("Not found", "No such route: "+r.Method+" "+r.URL.Path))
+	})
+}
+
+// pages hands the dashboard what the API's routes leave, except a known path asked with
+// another method: that keeps its 405 (with Allow), as without the dashboard.
+func (s *Server) pages(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if m == r.Method {
+				continue
+			}
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) > 0 {
+			if slices.Contains(allowed, http.MethodGet) {
+				allowed = append(allowed, http.MethodHead)
+			}
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 	"verdict/internal/run/docker"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
+	"verdict/internal/web"
 )
 
 // App is the assembled service.
@@ -261,6 +263,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 	}
 	plans := planning.New(planning.Deps{Store: st, Models: modelClient, Choose: analyses, Clock: clock, Log: log})
+	// The dashboard's CSRF tokens are signed with a key derived from the JWT secret, like report links.
+	// A run page links its report as GET /api/executions/{taskId}/report-token does: the main
+	// report with a short-lived token for the signed-in user.
+	reportLink := func(ctx context.Context, p *identity.Principal, e *domain.Execution) string {
+		target := reportURL(ctx, e)
+		if target == "" {
+			return ""
+		}
+		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
+	}
+	pages := web.New(web.Deps{Identity: ids, Executions: execs, JWT: jwt,
+		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		ReportLink: reportLink, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
 	a.API = api.New(api.Deps{
 		Identity:      ids,
 		Executions:    execs,
@@ -275,6 +290,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		PublicURL:     cfg.PublicURL,
 		ReportsURL:    cfg.ReportsURL,
 		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
+		Pages:         pages,
 		JWT:           jwt,
 		Limiter:       limiter,
 		RateLimits:    limits,

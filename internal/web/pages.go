@@ -1,0 +1,471 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+// pageNames are the templates under templates/, each rendered inside layout.html.
+var pageNames = []string{"login", "signup", "invitation", "runs", "run", "billing", "error"}
+
+func parsePages() map[string]*template.Template {
+	funcs := template.FuncMap{
+		"duration": formatDuration,
+		"time":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"bytes":    formatBytes,
+		"lower":    func(s domain.ExecStatus) string { return strings.ToLower(string(s)) },
+		"percent":  func(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" },
+	}
+	out := map[string]*template.Template{}
+	for _, name := range pageNames {
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
+			"templates/layout.html", "templates/"+name+".html"))
+	}
+	return out
+}
+
+// page is what every template gets: the layout's fields and the page's own data.
+type page struct {
+	Title string
+	User  *domain.User
+	Org   *domain.Organization
+	CSRF  string
+	Nav   string // the navigation entry of this page
+	Data  any
+}
+
+// render writes a page; a template failure is logged and answers a plain 500.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	st := stateOf(r)
+	var buf bytes.Buffer
+	err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, User: st.user, Org: st.org,
+		CSRF: st.csrf, Nav: name, Data: data})
+	if err != nil {
+		s.log.Error("rendering a page", "page", name, "err", err)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type errorData struct {
+	Heading, Message string
+	Status           int
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, heading, message string) {
+	s.render(w, r, status, "error", heading, errorData{Heading: heading, Message: message, Status: status})
+}
+
+// fail shows a service's error as a page: a domain error with its status and texts, anything
+// else as a logged 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		s.errorPage(w, r, de.Status, de.Code, de.Message)
+		return
+	}
+	s.log.Error("serving a page", "path", r.URL.Path, "err", err)
+	s.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "An internal error occurred; it has been logged.")
+}
+
+// formError is a service's refusal of a form, shown above the form, with the form's status.
+type formError struct {
+	Status  int
+	Title   string
+	Message string
+}
+
+// formErrorOf explains err on a form: a domain error as the service words it (a locked
+// account, a rate limit and their wait included), anything else as a logged 500.
+func (s *Server) formErrorOf(r *http.Request, err error) *formError {
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		s.log.Error("serving a form", "path", r.URL.Path, "err", err)
+		return &formError{Status: http.StatusInternalServerError, Title: "Something went wrong", Message: "An internal error occurred; it has been logged."}
+	}
+	fe := &formError{Status: de.Status, Title: de.Code, Message: de.Message}
+	if secs, ok := de.Fields["retryAfter"].(int); ok && secs > 0 {
+		fe.Message += fmt.Sprintf(" (wait %s).", formatDuration(int64(secs)*1000))
+	} else if n, ok := de.Fields["attemptsRemaining"].(int); ok {
+		fe.Message += fmt.Sprintf(" (%d attempts left before the account is locked for a while).", n)
+	}
+	return fe
+}
+
+// limited takes r from the rate-limit bucket of the API route doing the same.
+func (s *Server) limited(r *http.Request, bucket string) error {
+	if s.limit == nil {
+		return nil
+	}
+	return s.limit(r, bucket)
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	if _, _, err := s.principalOf(r); err == nil {
+		redirect(w, r, "/runs")
+		return
+	}
+	redirect(w, r, "/login")
+}
+
+type loginData struct {
+	Email string
+	Error *formError
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if stateOf(r).p != nil {
+		redirect(w, r, "/runs")
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", "Sign in", loginData{})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	email := r.PostFormValue("email")
+	err := s.limited(r, "login")
+	var sess *identity.Session
+	if err == nil {
+		sess, err = s.identity.Login(r.Context(), email, r.PostFormValue("password"))
+	}
+	if err != nil {
+		fe := s.formErrorOf(r, err)
+		s.render(w, r, fe.Status, "login", "Sign in", loginData{Email: email, Error: fe})
+		return
+	}
+	s.setSession(w, sess.Token)
+	redirect(w, r, "/runs")
+}
+
+type signupData struct {
+	Email, Name, OrganizationName string
+	Error                         *formError
+}
+
+func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "signup", "Create an account", signupData{})
+}
+
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
+	in := identity.SignupInput{Email: r.PostFormValue("email"), Password: r.PostFormValue("password"),
+		Name: r.PostFormValue("name"), OrganizationName: r.PostFormValue("organizationName")}
+	err := s.limited(r, "signup")
+	var sess *identity.Session
+	if err == nil {
+		sess, err = s.identity.Signup(r.Context(), in)
+	}
+	if err != nil {
+		fe := s.formErrorOf(r, err)
+		s.render(w, r, fe.Status, "signup", "Create an account", signupData{Email: in.Email, Name: in.Name,
+			OrganizationName: in.OrganizationName, Error: fe})
+		return
+	}
+	s.setSession(w, sess.Token)
+	redirect(w, r, "/runs")
+}
+
+type invitationData struct {
+	Token   string
+	Preview *identity.InvitationPreview
+	// Refused explains a token that cannot be used (unknown, used, revoked, expired).
+	Refused *formError
+	// Form is the refusal of a submitted form (signup or accept).
+	Error *formError
+	Name  string
+	// SignedInAs is the signed-in user's e-mail; WrongUser: it is not the invitation's.
+	SignedInAs string
+	WrongUser  bool
+}
+
+func (s *Server) invitationData(r *http.Request, token string) (invitationData, int) {
+	d := invitationData{Token: token}
+	if st := stateOf(r); st.user != nil {
+		d.SignedInAs = st.user.Email
+	}
+	prev, err := s.identity.ValidateInvitation(r.Context(), token)
+	if err != nil {
+		d.Refused = s.formErrorOf(r, err)
+		return d, d.Refused.Status
+	}
+	d.Preview = prev
+	d.WrongUser = d.SignedInAs != "" && d.SignedInAs != prev.Email
+	return d, http.StatusOK
+}
+
+func (s *Server) invitationPage(w http.ResponseWriter, r *http.Request) {
+	d, status := s.invitationData(r, strings.TrimSpace(r.URL.Query().Get("token")))
+	s.render(w, r, status, "invitation", "Invitation", d)
+}
+
+// acceptInvitation joins the inviting organization: a signed-in user accepts (and gets the
+// new organization's session), a new user signs up with the token.
+func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) {
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	st := stateOf(r)
+	var sessionToken string
+	var err error
+	if st.p != nil {
+		var acc *identity.Accepted
+		if acc, err = s.identity.AcceptInvitation(r.Context(), st.p, token); err == nil {
+			sessionToken = acc.Token
+		}
+	} else if err = s.limited(r, "signup"); err == nil {
+		var sess *identity.Session
+		sess, err = s.identity.Signup(r.Context(), identity.SignupInput{Email: r.PostFormValue("email"),
+			Password: r.PostFormValue("password"), Name: r.PostFormValue("name"), InviteToken: token})
+		if err == nil {
+			sessionToken = sess.Token
+		}
+	}
+	if err != nil {
+		d, _ := s.invitationData(r, token)
+		d.Error, d.Name = s.formErrorOf(r, err), r.PostFormValue("name")
+		s.render(w, r, d.Error.Status, "invitation", "Invitation", d)
+		return
+	}
+	s.setSession(w, sessionToken)
+	redirect(w, r, "/runs")
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	s.clearSession(w)
+	redirect(w, r, "/login")
+}
+
+// runsPageSize is the number of runs on a page of /runs.
+const runsPageSize = 25
+
+type runRow struct {
+	TaskID, Project, Image, Trigger string
+	Status                          domain.ExecStatus
+	Duration                        string
+	QueuedAt                        time.Time
+}
+
+type runsData struct {
+	Runs                 []runRow
+	Total                int
+	Projects             []domain.Project
+	Statuses             []domain.ExecStatus
+	Status, Project      string
+	Page, Pages          int
+	PrevURL, NextURL     string
+	Filtered             bool
+	First, Last          int
+	ProjectListFailed    bool
+	StatusInvalid        bool
+	StatusInvalidMessage string
+}
+
+var allStatuses = []domain.ExecStatus{domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing, domain.ExecPassed,
+	domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled}
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	q := r.URL.Query()
+	d := runsData{Statuses: allStatuses, Status: q.Get("status"), Project: q.Get("project"), Page: 1}
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
+		d.Page = n
+	}
+	d.Filtered = d.Status != "" || d.Project != ""
+	f := store.ExecutionFilter{ProjectID: d.Project, Limit: runsPageSize, Offset: (d.Page - 1) * runsPageSize}
+	if d.Status != "" {
+		f.Statuses = []domain.ExecStatus{domain.ExecStatus(d.Status)}
+	}
+	projects, err := s.executions.ListProjects(r.Context(), st.p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.Projects = projects
+	names := map[string]string{}
+	for _, p := range projects {
+		names[p.ID] = p.Name
+	}
+	list, total, err := s.executions.List(r.Context(), st.p, f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.clock()
+	d.Total = total
+	d.Pages = max((total+runsPageSize-1)/runsPageSize, 1)
+	for i := range list {
+		e := &list[i]
+		row := runRow{TaskID: e.TaskID, Project: names[e.ProjectID], Image: e.Image, Status: e.Status,
+			QueuedAt: e.QueuedAt, Trigger: "user"}
+		if e.ProjectID != "" && row.Project == "" {
+			row.Project = "(deleted project)"
+		}
+		if e.ViaAPIKey {
+			row.Trigger = "API key"
+		}
+		if e.StartedAt != nil {
+			row.Duration = formatDuration(e.DurationMs(now))
+		}
+		d.Runs = append(d.Runs, row)
+	}
+	if len(list) > 0 {
+		d.First, d.Last = f.Offset+1, f.Offset+len(list)
+	}
+	pageURL := func(n int) string {
+		v := url.Values{}
+		if d.Status != "" {
+			v.Set("status", d.Status)
+		}
+		if d.Project != "" {
+			v.Set("project", d.Project)
+		}
+		if n > 1 {
+			v.Set("page", strconv.Itoa(n))
+		}
+		if len(v) == 0 {
+			return "/runs"
+		}
+		return "/runs?" + v.Encode()
+	}
+	if d.Page > 1 {
+		d.PrevURL = pageURL(d.Page - 1)
+	}
+	if d.Page < d.Pages {
+		d.NextURL = pageURL(d.Page + 1)
+	}
+	s.render(w, r, http.StatusOK, "runs", "Runs", d)
+}
+
+// logLimit bounds the log shown on a run's page; the API serves the whole log.
+const logLimit = 1 << 20
+
+type runData struct {
+	Run       *domain.Execution
+	Project   string
+	Duration  string
+	Tests     []domain.TestResult // failures first
+	ReportURL string
+	Log       string
+	LogCut    bool
+	LogError  string
+	Finished  bool
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
+	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) && de.Status == http.StatusNotFound {
+			s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	d := runData{Run: e, Finished: e.Status.Final()}
+	if e.StartedAt != nil {
+		d.Duration = formatDuration(e.DurationMs(s.clock()))
+	}
+	if e.ProjectID != "" {
+		if projects, err := s.executions.ListProjects(r.Context(), st.p); err == nil {
+			for _, p := range projects {
+				if p.ID == e.ProjectID {
+					d.Project = p.Name
+				}
+			}
+		}
+	}
+	d.Tests = append([]domain.TestResult(nil), e.Tests...)
+	slices.SortStableFunc(d.Tests, func(a, b domain.TestResult) int { return testRank(a) - testRank(b) })
+	if s.reportLink != nil {
+		d.ReportURL = s.reportLink(r.Context(), st.p, e)
+	}
+	var log bytes.Buffer
+	n, err := s.executions.ReadLog(r.Context(), st.p, e, 0, logLimit+1, func(b []byte) error {
+		log.Write(b)
+		return nil
+	})
+	switch {
+	case err != nil:
+		s.log.Warn("reading a run's log for its page", "task", e.TaskID, "err", err)
+		d.LogError = "The log could not be read."
+	case n > logLimit:
+		d.Log, d.LogCut = strings.ToValidUTF8(string(log.Bytes()[:logLimit]), "\uFFFD"), true
+	default:
+		d.Log = strings.ToValidUTF8(log.String(), "\uFFFD")
+	}
+	s.render(w, r, http.StatusOK, "run", "Run "+e.TaskID, d)
+}
+
+// testRank orders a run's tests: failures first, then flaky, passed, skipped.
+func testRank(t domain.TestResult) int {
+	switch t.Status {
+	case domain.TestFailed:
+		return 0
+	case domain.TestFlaky:
+		return 1
+	case domain.TestPassed:
+		return 2
+	}
+	return 3
+}
+
+type billingData struct {
+	Org   *domain.Organization
+	Usage *identity.Usage
+	// Checkout is the payment provider's return ("success" or "canceled"), "" for none.
+	Checkout string
+}
+
+func (s *Server) billing(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	u, err := s.identity.Usage(r.Context(), st.p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := billingData{Org: st.org, Usage: u}
+	if c := r.URL.Query().Get("checkout"); c == "success" || c == "canceled" {
+		d.Checkout = c
+	}
+	s.render(w, r, http.StatusOK, "billing", "Billing", d)
+}
+
+func formatDuration(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(ms, 10) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

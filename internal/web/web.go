@@ -1,0 +1,313 @@
+// Package web is Verdict's dashboard: server-rendered pages (html/template) on the services the
+// API calls, with a browser session in a cookie. Templates, the style sheet and the vendored
+// htmx are embedded in the binary.
+//
+// Security, page by page: every answer carries a strict Content-Security-Policy (no inline
+// script or style anywhere, so the templates hold none); the session is the API's JWT in an
+// HttpOnly, SameSite=Lax cookie, authenticated on every request exactly like a bearer token
+// (the user is re-read: a suspended or deleted user is signed out at once); every
+// state-changing request carries a CSRF token bound to the session (or, before signing in, to
+// a random cookie of its own).
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"verdict/internal/auth"
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// ContentSecurityPolicy is sent with every page and asset: scripts, styles, images and
+// connections come from Verdict itself, nothing inline, no framing.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+// Cookie names: the session (the API's JWT) and the pre-session CSRF seed of the sign-in forms.
+const (
+	SessionCookie = "verdict_session"
+	preCookie     = "verdict_presession"
+	csrfField     = "csrf"
+	csrfHeader    = "X-CSRF-Token"
+)
+
+// The services the pages call, as the pages need them (internal/app passes the real ones). As
+// with the API, every method a signed-in page reaches takes the principal, and the service
+// decides what it may do.
+
+// Identity is the identity service: authentication, signup and login, the organization and
+// its usage, invitations.
+type Identity interface {
+	AuthenticateClaims(ctx context.Context, userID, orgID string) (*identity.Principal, error)
+	Signup(ctx context.Context, in identity.SignupInput) (*identity.Session, error)
+	Login(ctx context.Context, email, password string) (*identity.Session, error)
+	Me(ctx context.Context, p *identity.Principal) (*domain.User, *domain.Organization, int, error)
+	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
+	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
+	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
+}
+
+// Executions is the executions service: runs, their logs, and projects.
+type Executions interface {
+	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
+	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
+	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
+}
+
+// TokenVerifier checks a session JWT (the API's bearer token).
+type TokenVerifier interface {
+	Verify(token string) (auth.Claims, error)
+}
+
+// Deps are what the pages call and their settings. Identity, Executions, JWT and CSRFKey are
+// required; New fills in Log and Clock.
+type Deps struct {
+	Identity   Identity
+	Executions Executions
+	JWT        TokenVerifier
+	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
+	CSRFKey []byte
+	// SecureCookies marks the cookies Secure (the public URL is https).
+	SecureCookies bool
+	// Limit takes a request of a public form from the API's rate-limit bucket of the same
+	// action ("login", "signup"), answering its 429 error when the bucket is empty; nil: no limit.
+	Limit func(r *http.Request, bucket string) error
+	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
+	// report token), "" for none; nil: no report links.
+	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	Log        *slog.Logger
+	Clock      domain.Clock
+}
+
+// Server serves the dashboard.
+type Server struct {
+	identity   Identity
+	executions Executions
+	jwt        TokenVerifier
+	csrfKey    []byte
+	secure     bool
+	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	limit      func(r *http.Request, bucket string) error
+	log        *slog.Logger
+	clock      domain.Clock
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
+}
+
+// New builds the dashboard and its routes.
+func New(d Deps) *Server {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if len(d.CSRFKey) == 0 {
+		panic("web: a CSRF key is required")
+	}
+	s := &Server{identity: d.Identity, executions: d.Executions, jwt: d.JWT, csrfKey: d.CSRFKey,
+		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, log: d.Log, clock: d.Clock,
+		pages: parsePages(), mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		panic(err)
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
+	s.mux.HandleFunc("GET /{$}", s.home)
+	s.mux.HandleFunc("GET /login", s.public(s.loginPage))
+	s.mux.HandleFunc("POST /login", s.public(s.csrf(s.login)))
+	s.mux.HandleFunc("GET /signup", s.public(s.signupPage))
+	s.mux.HandleFunc("POST /signup", s.public(s.csrf(s.signup)))
+	s.mux.HandleFunc("GET /accept-invitation", s.public(s.invitationPage))
+	s.mux.HandleFunc("POST /accept-invitation", s.public(s.csrf(s.acceptInvitation)))
+	s.mux.HandleFunc("POST /logout", s.public(s.csrf(s.logout)))
+	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
+	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
+	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billing))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
+	})
+}
+
+// ServeHTTP serves a page with the dashboard's security headers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer") // invitation links carry their token in the query
+	if !strings.HasPrefix(r.URL.Path, "/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// staticFiles serves the embedded assets; they change only with the binary.
+func staticFiles(root fs.FS) http.Handler {
+	files := http.FileServerFS(root)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no directory listings
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// ctxKey keys the request's page state in its context.
+type ctxKey int
+
+const stateKey ctxKey = 0
+
+// state is what a page knows of its request: the signed-in principal (nil: none), the user
+// and organization shown in the navigation, and the CSRF token of its forms.
+type state struct {
+	p    *identity.Principal
+	user *domain.User
+	org  *domain.Organization
+	csrf string
+}
+
+func stateOf(r *http.Request) *state {
+	st, _ := r.Context().Value(stateKey).(*state)
+	if st == nil {
+		st = &state{}
+	}
+	return st
+}
+
+var errNoSession = errors.New("no session")
+
+// principalOf authenticates the session cookie as the API authenticates a bearer token: the
+// JWT is verified and the user re-read, so a suspended or deleted user is refused at once.
+func (s *Server) principalOf(r *http.Request) (*identity.Principal, string, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, "", errNoSession
+	}
+	claims, err := s.jwt.Verify(c.Value)
+	if err != nil {
+		return nil, c.Value, err
+	}
+	p, err := s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
+	return p, c.Value, err
+}
+
+// signedIn serves h to a signed-in user; anyone else (no session, an expired token, a
+// suspended or deleted user) has the cookie cleared and is sent to /login.
+func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, token, err := s.principalOf(r)
+		if err != nil {
+			if !errors.Is(err, errNoSession) {
+				s.clearSession(w)
+			}
+			redirect(w, r, "/login")
+			return
+		}
+		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token)}
+		if _, org, _, err := s.identity.Me(r.Context(), p); err == nil {
+			st.org = org
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), stateKey, st)))
+	}
+}
+
+// public serves h with or without a session. Without one, the forms' CSRF token is bound to
+// a random pre-session cookie, set here when missing, so that even signing in cannot be forged.
+func (s *Server) public(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		st := &state{}
+		p, token, err := s.principalOf(r)
+		switch {
+		case err == nil:
+			st.p, st.user, st.csrf = p, p.User, s.csrfToken("session", token)
+		default:
+			if !errors.Is(err, errNoSession) {
+				s.clearSession(w)
+			}
+			seed := ""
+			if c, err := r.Cookie(preCookie); err == nil && len(c.Value) == 26 {
+				seed = c.Value
+			} else {
+				seed = rand.Text() // 128 random bits
+				http.SetCookie(w, &http.Cookie{Name: preCookie, Value: seed, Path: "/", HttpOnly: true,
+					Secure: s.secure, SameSite: http.SameSiteLaxMode})
+			}
+			st.csrf = s.csrfToken("presession", seed)
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), stateKey, st)))
+	}
+}
+
+// csrfToken is the HMAC of what the token is bound to: the session's JWT, or the pre-session
+// cookie.
+func (s *Server) csrfToken(kind, seed string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte("verdict csrf " + kind + "\x00" + seed))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrf refuses a state-changing request whose token (the form field csrf, or the
+// X-CSRF-Token header that htmx sends) is missing or is not the one of this session.
+func (s *Server) csrf(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get(csrfHeader)
+		if got == "" {
+			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			got = r.PostFormValue(csrfField)
+		}
+		want := stateOf(r).csrf
+		if got == "" || want == "" || !hmac.Equal([]byte(got), []byte(want)) {
+			s.errorPage(w, r, http.StatusForbidden, "Request refused",
+				"This form has expired or did not come from this site. Go back, reload the page and try again.")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) setSession(w http.ResponseWriter, token string) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", HttpOnly: true,
+		Secure: s.secure, SameSite: http.SameSiteLaxMode})
+}
+
+func (s *Server) clearSession(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: s.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// redirect sends the browser to path: a 303 for a page, HX-Redirect for an htmx request.
+func redirect(w http.ResponseWriter, r *http.Request, path string) {
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", path)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests use are installed and running on this Debian machine:
-# the Docker engine, PostgreSQL, Redis and stripe-mock. Idempotent: a service that already answers is reused,
+# the Docker engine, PostgreSQL, Redis, stripe-mock and Chromium (for the browser tests). Idempotent: a service that already answers is reused,
 # whoever started it. Missing software is installed from Debian packages with apt-get.
 #
 # Progress goes to stderr; stdout carries only `export NAME=value` lines, so callers can do
@@ -190,7 +190,27 @@ ensure_stripe_mock() {
 	log "stripe-mock: up"
 }
 
-# Debian chromium goes here later: one ensure_<name> function, exporting its address the same way.
+# --- Chromium (the browser tests drive it headless through the DevTools protocol) ------------
+CHROMIUM=
+find_chromium() {
+	local c
+	for c in "${VERDICT_TEST_CHROMIUM:-}" /usr/bin/chromium /usr/bin/chromium-browser; do
+		if [[ -n $c && -x $c ]]; then
+			CHROMIUM=$c
+			return 0
+		fi
+	done
+	return 1
+}
+
+ensure_chromium() {
+	find_chromium || { apt_install chromium && find_chromium; } ||
+		die "chromium: /usr/bin/chromium missing, even after installing Debian's chromium package"
+	local v
+	v=$("$CHROMIUM" --headless --no-sandbox --version 2>/dev/null) ||
+		die "chromium: $CHROMIUM does not start (try: $CHROMIUM --headless --no-sandbox --version)"
+	log "chromium: $v ($CHROMIUM)"
+}
 
 # The run isolation tests make a network namespace (ip) and check the engine's firewall rules
 # (iptables, which docker.io also needs).
@@ -207,11 +227,14 @@ ensure_docker
 ensure_postgres
 ensure_redis
 ensure_stripe_mock
+ensure_chromium
 
 VERDICT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 VERDICT_TEST_REDIS="redis://127.0.0.1:$REDIS_PORT/0"
 VERDICT_TEST_STRIPE="http://127.0.0.1:$STRIPE_MOCK_PORT"
-export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS VERDICT_TEST_STRIPE
+VERDICT_TEST_CHROMIUM=$CHROMIUM
+export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS VERDICT_TEST_STRIPE VERDICT_TEST_CHROMIUM
 printf 'export VERDICT_TEST_POSTGRES=%q\n' "$VERDICT_TEST_POSTGRES"
 printf 'export VERDICT_TEST_REDIS=%q\n' "$VERDICT_TEST_REDIS"
 printf 'export VERDICT_TEST_STRIPE=%q\n' "$VERDICT_TEST_STRIPE"
+printf 'export VERDICT_TEST_CHROMIUM=%q\n' "$VERDICT_TEST_CHROMIUM"

@@ -1,0 +1,448 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"verdict/internal/testenv"
+	"verdict/internal/web"
+)
+
+// axeSource is axe-core, vendored for tests only by scripts/vendor-axe.sh; the product never
+// serves it. It is evaluated into each page through DevTools, which the page's CSP does not
+// govern (the CSP forbids the page itself any inline script).
+//
+//go:embed testdata/axe-core/axe.min.js
+var axeSource string
+
+// maxPageWeight bounds what one page costs to load: its HTML, CSS and JS, gzip-compressed.
+const maxPageWeight = 150 << 10
+
+// Window sizes of the screenshots: a laptop, and a phone (in CSS pixels).
+var viewports = []struct{ w, h int64 }{{1280, 800}, {390, 844}}
+
+// chrome drives one headless Chromium (testenv.Chromium) for a test.
+type chrome struct {
+	t    *testing.T
+	h    *harness
+	ctx  context.Context
+	shot string // the screenshots folder
+}
+
+func newChrome(t *testing.T, h *harness) *chrome {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(testenv.Chromium(t)),
+		chromedp.WindowSize(int(viewports[0].w), int(viewports[0].h)),
+		chromedp.Flag("lang", "en-US"),
+	)
+	if testenv.ChromiumNeedsNoSandbox() {
+		// Chromium's sandbox cannot start as root; the pages it loads are this test's own.
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	ctx, cancelTime := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+
+	dir := os.Getenv("VERDICT_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "verdict-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &chrome{t: t, h: h, ctx: ctx, shot: dir}
+	// Every page records the CSP violations it meets, so a page whose own scripts or styles
+	// trip the strict policy fails the test.
+	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.__csp = [];
+document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.run(chromedp.EmulateViewport(viewports[0].w, viewports[0].h))
+	return c
+}
+
+func (c *chrome) run(steps ...chromedp.Action[chromedp.Void]) {
+	c.t.Helper()
+	if err := chromedp.Do(c.ctx, steps...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// eval evaluates expr in the page, awaiting a promise, into a T.
+func eval[T any](c *chrome, expr string) T {
+	c.t.Helper()
+	v, err := chromedp.Run(c.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		c.t.Fatalf("evaluating %.80q: %v", expr, err)
+	}
+	return v
+}
+
+// cookies are the browser's cookies for the server.
+func (c *chrome) cookies() []*network.Cookie {
+	c.t.Helper()
+	r, err := chromedp.Call(c.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.h.srv.URL}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r.Cookies
+}
+
+// open navigates to path and waits for the page's body.
+func (c *chrome) open(path string) {
+	c.t.Helper()
+	c.run(chromedp.Navigate(c.h.srv.URL+path), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// status is the HTTP status of the page's own document.
+func (c *chrome) status() int {
+	c.t.Helper()
+	return eval[int](c, `performance.getEntriesByType('navigation')[0].responseStatus`)
+}
+
+func (c *chrome) path() string {
+	c.t.Helper()
+	return eval[string](c, `location.pathname`)
+}
+
+func (c *chrome) text(sel string) string {
+	c.t.Helper()
+	s, err := chromedp.Run(c.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return s
+}
+
+// waitPath waits until the page is at path (after a form's redirect).
+func (c *chrome) waitPath(path string) {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for c.path() != path {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("still at %s, want %s", c.path(), path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.run(chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// wantPage checks the page's status and that its main text holds want.
+func (c *chrome) wantPage(what string, status int, want string) {
+	c.t.Helper()
+	got := c.status()
+	main := c.text("main")
+	if got != status || !strings.Contains(main, want) {
+		c.t.Fatalf("%s: %d, want %d with %q; main: %s", what, got, status, want, main)
+	}
+}
+
+// check runs every per-page check on the current page: no CSP violation, axe finds nothing
+// serious or critical, the page weight, and the screenshots under name.
+func (c *chrome) check(name string) {
+	c.t.Helper()
+	csp := eval[[]string](c, `window.__csp || []`)
+	if len(csp) > 0 {
+		c.t.Errorf("%s: the page broke its CSP: %v", name, csp)
+	}
+	c.axe(name)
+	c.weigh(name)
+	c.screenshots(name)
+}
+
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// axe injects axe-core (once per document) and fails on violations of serious or critical impact.
+func (c *chrome) axe(name string) {
+	c.t.Helper()
+	for _, v := range c.axeViolations() {
+		msg := fmt.Sprintf("%s: axe %s (%s): %s\n  %s", name, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "\n  "))
+		if v.Impact == "serious" || v.Impact == "critical" {
+			c.t.Error(msg)
+		} else {
+			c.t.Log(msg)
+		}
+	}
+}
+
+// axeViolations runs axe-core on the page, injecting it first when the page has not got it.
+func (c *chrome) axeViolations() []axeViolation {
+	c.t.Helper()
+	if !eval[bool](c, `typeof window.axe === 'object'`) {
+		c.run(chromedp.Evaluate[chromedp.Void](axeSource))
+	}
+	return eval[[]axeViolation](c, `axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map(v => ({
+  id: v.id, impact: v.impact || '', help: v.help,
+  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + (n.failureSummary || '').replace(/\s+/g, ' '))})))`)
+}
+
+// weigh measures what the page loaded, its HTML (as the browser holds it, since a page may be
+// the answer to a POST) and the style sheets and scripts it fetched (again, with the browser's
+// cookies), and fails when they weigh more than maxPageWeight gzip-compressed.
+func (c *chrome) weigh(name string) {
+	c.t.Helper()
+	html := eval[string](c, `'<!doctype html>\n' + document.documentElement.outerHTML`)
+	total := gzipSize(strings.NewReader(html))
+	parts := []string{fmt.Sprintf("%s %d B", c.path(), total)}
+	urls := eval[[]string](c, `performance.getEntriesByType('resource')
+  .filter(e => e.initiatorType === 'link' || e.initiatorType === 'script' || e.initiatorType === 'css')
+  .map(e => e.name)`)
+	cookies := c.cookies()
+	for _, u := range urls {
+		req, _ := http.NewRequest("GET", u, nil)
+		for _, ck := range cookies {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		n := gzipSize(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			c.t.Fatalf("%s: %s: %d", name, u, res.StatusCode)
+		}
+		total += n
+		parts = append(parts, fmt.Sprintf("%s %d B", strings.TrimPrefix(u, c.h.srv.URL), n))
+	}
+	c.t.Logf("%s: page weight %d B gzip (%s)", name, total, strings.Join(parts, ", "))
+	if total > maxPageWeight {
+		c.t.Errorf("%s: page weight %d B gzip, over %d B", name, total, maxPageWeight)
+	}
+}
+
+func gzipSize(r io.Reader) int {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = io.Copy(zw, r)
+	_ = zw.Close()
+	return buf.Len()
+}
+
+// screenshots writes the whole page as PNG at each viewport, then restores the first.
+func (c *chrome) screenshots(name string) {
+	c.t.Helper()
+	for _, v := range viewports {
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+		if v.w < 600 {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		c.run(chromedp.EmulateViewport(v.w, v.h, opts...), chromedp.Sleep(100*time.Millisecond))
+		png, err := chromedp.Run(c.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		f := filepath.Join(c.shot, fmt.Sprintf("%s-%dx%d.png", name, v.w, v.h))
+		if err := os.WriteFile(f, png, 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.run(chromedp.EmulateViewport(viewports[0].w, viewports[0].h))
+}
+
+// activeID describes the focused element: its id, or its type for a button.
+func (c *chrome) activeID() string {
+	c.t.Helper()
+	return eval[string](c, `(e => e.id || (e.tagName + ':' + (e.type || e.textContent)))(document.activeElement)`)
+}
+
+// keyboardFill fills a form from the keyboard alone: from the top of the page, Tab reaches each
+// field in order (it is typed into), then the submit button; Enter in the last field submits.
+func (c *chrome) keyboardFill(what string, fields [][2]string) {
+	c.t.Helper()
+	var seen []string
+	tabTo := func(id string) {
+		for range 15 {
+			c.run(chromedp.KeyEvent(kb.Tab))
+			got := c.activeID()
+			seen = append(seen, got)
+			if got == id {
+				return
+			}
+		}
+		c.t.Fatalf("%s: Tab never reached %s; focus went %v", what, id, seen)
+	}
+	for _, f := range fields {
+		tabTo(f[0])
+		c.run(chromedp.KeyEvent(f[1]))
+	}
+	tabTo("BUTTON:submit")
+	last := fields[len(fields)-1][0]
+	c.run(chromedp.Focus(chromedp.ID(last)), chromedp.KeyEvent(kb.Enter))
+	c.t.Logf("%s: tab order %v", what, seen)
+}
+
+// cookie is the browser's session token.
+func (c *chrome) session() string {
+	c.t.Helper()
+	for _, ck := range c.cookies() {
+		if ck.Name == web.SessionCookie {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// waitRunStatus reloads /runs until the run's row shows status.
+func (c *chrome) waitRunStatus(taskID, status string) {
+	c.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		c.open("/runs")
+		row := eval[string](c, `(a => a ? a.closest('tr').innerText : '')(document.querySelector('a[href="/runs/`+taskID+`"]'))`)
+		if strings.Contains(row, status) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("run %s: its row never showed %s; last %q", taskID, status, row)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+type testRow struct {
+	Class   string `json:"class"`
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+func (c *chrome) testRows() []testRow {
+	c.t.Helper()
+	return eval[[]testRow](c, `[...document.querySelectorAll('table.tests tbody tr')].map(r => ({class: r.className,
+  name: r.cells[0].innerText, message: (r.querySelector('pre.message') || {innerText: ''}).innerText}))`)
+}
+
+// TestBrowserDashboard drives the dashboard in a real Chromium against a real Verdict running
+// the sample suites on the Docker engine.
+func TestBrowserDashboard(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	c := newChrome(t, h)
+	c.t.Logf("screenshots: %s", c.shot)
+
+	c.open("/")
+	c.waitPath("/login")
+	c.wantPage("login", 200, "Sign in")
+	c.check("login")
+	// The accessibility check does catch a problem: an image without a text alternative.
+	c.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('main').append(document.createElement('img'))`))
+	if vs := c.axeViolations(); len(vs) != 1 || vs[0].ID != "image-alt" || vs[0].Impact != "critical" {
+		t.Fatalf("axe on a page with an image without alt: %+v", vs)
+	}
+
+	// Signing up from the keyboard: Tab reaches every field, then the button; Enter submits.
+	c.open("/signup")
+	c.wantPage("signup", 200, "Create an account")
+	c.check("signup")
+	c.open("/signup")
+	c.keyboardFill("signup", [][2]string{{"name", "Ada Lovelace"}, {"organizationName", "Browser Co"},
+		{"email", "ada@example.com"}, {"password", password}})
+	c.waitPath("/runs")
+	c.wantPage("runs, empty", 200, "No runs yet")
+	c.check("runs-empty")
+
+	// The dashboard has no form to queue a run yet: the API does it with the session's token.
+	admin := bearer(c.session())
+	if admin.token == "" {
+		t.Fatal("no session cookie after signup")
+	}
+	h.queue(admin, map[string]any{"image": passImage, "taskId": "browser-pass"})
+	c.waitRunStatus("browser-pass", "PASSED")
+	c.wantPage("runs", 200, "browser-pass")
+	c.check("runs")
+
+	c.run(chromedp.Click(chromedp.CSS(`a[href="/runs/browser-pass"]`)))
+	c.waitPath("/runs/browser-pass")
+	c.wantPage("run page", 200, "PASSED")
+	rows := c.testRows()
+	if len(rows) != 4 {
+		t.Fatalf("passed run: %d test rows, want 4: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if r.Class != "test-passed" || r.Name == "" {
+			t.Fatalf("passed run: row %+v", r)
+		}
+	}
+	report := eval[string](c, `(a => a ? a.getAttribute('href') : '')([...document.querySelectorAll('dl.facts a')].find(a => a.textContent === 'Open the report'))`)
+	if !strings.HasPrefix(report, publicURL+"/") {
+		t.Fatalf("report link %q, want one on %s", report, publicURL)
+	}
+	c.check("run-passed")
+
+	// A failing run lists its failed tests first, each with its message.
+	h.queue(admin, map[string]any{"image": failImage, "taskId": "browser-fail"})
+	c.waitRunStatus("browser-fail", "FAILED")
+	c.open("/runs/browser-fail")
+	c.wantPage("failed run page", 200, "FAILED")
+	rows = c.testRows()
+	if len(rows) == 0 || rows[0].Class != "test-failed" {
+		t.Fatalf("failed run: the first row is not a failed test: %+v", rows)
+	}
+	failedDone := false
+	for _, r := range rows {
+		failed := r.Class == "test-failed"
+		if failed && (failedDone || strings.TrimSpace(r.Message) == "") {
+			t.Fatalf("failed run: a failed test after the others, or without its message: %+v", rows)
+		}
+		failedDone = failedDone || !failed
+	}
+	c.check("run-failed")
+
+	c.open("/settings/billing")
+	c.wantPage("billing", 200, "Test runs")
+	c.check("billing")
+
+	// Another organization's run is the 404 page.
+	other := h.signup("other@example.com", "Other Co")
+	h.queue(bearer(other.token), map[string]any{"image": passImage, "taskId": "secret-run"})
+	c.open("/runs/secret-run")
+	c.wantPage("another organization's run", 404, "Run not found")
+	c.check("not-found")
+
+	// A form posted without its CSRF token is refused with the 403 page, and changes nothing.
+	c.open("/runs")
+	c.run(chromedp.Evaluate[chromedp.Void](`document.querySelector('form.signout input[name="csrf"]').remove()`),
+		chromedp.Click(chromedp.CSS(`form.signout button[type="submit"]`)))
+	c.waitPath("/logout")
+	c.wantPage("logout without CSRF", 403, "Request refused")
+	c.check("forbidden")
+	c.open("/runs")
+	c.wantPage("runs after the refused logout", 200, "browser-fail")
+
+	// Signing out lands on /login, and the pages are closed again.
+	c.run(chromedp.Click(chromedp.CSS(`form.signout button[type="submit"]`)))
+	c.waitPath("/login")
+	if c.session() != "" {
+		t.Fatal("signing out left the session cookie")
+	}
+	c.open("/runs")
+	c.waitPath("/login")
+
+	// Signing in from the keyboard: Tab order, Enter submits.
+	c.keyboardFill("login", [][2]string{{"email", "ada@example.com"}, {"password", password}})
+	c.waitPath("/runs")
+	c.wantPage("runs after signing in", 200, "browser-pass")
+}

@@ -182,8 +182,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	// this function, which reaches identity once ids is set below. Handshakes only arrive once
 	// the API serves, after New has returned.
 	var ids *identity.Service
+	// The dashboard's pages open their sockets with tickets (web.SocketTickets), not the JWT.
+	tickets := web.NewSocketTickets(deriveKey(cfg.JWTSecret, "verdict socket tickets"), clock)
 	authenticate := func(ctx context.Context, token string) (realtime.Identity, error) {
-		return socketAuth(jwt, ids, clock)(ctx, token)
+		return socketAuth(jwt, tickets, ids, clock)(ctx, token)
 	}
 	hub, err := realtime.New(realtime.Options{Authenticate: authenticate, RedisURL: cfg.RedisURL,
 		RedisPrefix: strings.TrimSuffix(o.RedisPrefix, ":"), Logger: log})
@@ -275,7 +277,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	pages := web.New(web.Deps{Identity: ids, Executions: execs, JWT: jwt,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		ReportLink: reportLink, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
+		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
 	a.API = api.New(api.Deps{
 		Identity:      ids,
 		Executions:    execs,

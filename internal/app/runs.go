@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"verdict/internal/realtime"
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
+	"verdict/internal/web"
 )
 
 // hubEvents sends the run plane's events to the organization's Socket.IO room, with the views
@@ -33,9 +35,21 @@ func (h hubEvents) ExecutionLog(orgID, taskID, chunk string) {
 	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk})
 }
 
-// socketAuth verifies a handshake's JWT and re-reads the user, like every REST request.
-func socketAuth(tokens *auth.Tokens, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
+// socketAuth verifies a handshake's JWT, or a dashboard page's socket ticket, and re-reads the
+// user, like every REST request. A ticket's socket ends with the session it was issued for.
+func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
 	return func(ctx context.Context, token string) (realtime.Identity, error) {
+		if web.IsSocketTicket(token) {
+			userID, orgID, end, ok := tickets.Verify(token)
+			if !ok {
+				return realtime.Identity{}, errBadTicket
+			}
+			p, err := ids.AuthenticateClaims(ctx, userID, orgID)
+			if err != nil {
+				return realtime.Identity{}, err
+			}
+			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), ExpiresIn: end.Sub(clock())}, nil
+		}
 		c, err := tokens.Verify(token)
 		if err != nil {
 			return realtime.Identity{}, err
@@ -47,6 +61,8 @@ func socketAuth(tokens *auth.Tokens, ids *identity.Service, clock domain.Clock) 
 		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), ExpiresIn: c.ExpiresAt.Sub(clock())}, nil
 	}
 }
+
+var errBadTicket = errors.New("invalid or expired socket ticket")
 
 // runnerID names the embedded runner of this host and data folder, stable across restarts so
 // that the runs of an earlier life of the process can be recognised and settled.

@@ -18,7 +18,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"login", "signup", "invitation", "runs", "run", "billing", "error"}
+var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "error"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
@@ -27,11 +27,15 @@ func parsePages() map[string]*template.Template {
 		"bytes":    formatBytes,
 		"lower":    func(s domain.ExecStatus) string { return strings.ToLower(string(s)) },
 		"percent":  func(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" },
+		"log":      renderLog,
 	}
 	out := map[string]*template.Template{}
 	for _, name := range pageNames {
-		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/"+name+".html"))
+		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		if name == "project" || name == "projects" {
+			files = append(files, "templates/project-fields.html")
+		}
+		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...))
 	}
 	return out
 }
@@ -43,7 +47,13 @@ type page struct {
 	Org   *domain.Organization
 	CSRF  string
 	Nav   string // the navigation entry of this page
-	Data  any
+	// CanWrite: the user may queue, cancel and delete runs and change projects (the services
+	// refuse anyone else anyway); Flash is the outcome of the action that led here.
+	CanWrite bool
+	Flash    *flash
+	// Live loads static/live.js (the pages that update live).
+	Live bool
+	Data any
 }
 
 // render writes a page; a template failure is logged and answers a plain 500.
@@ -51,7 +61,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	st := stateOf(r)
 	var buf bytes.Buffer
 	err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, User: st.user, Org: st.org,
-		CSRF: st.csrf, Nav: name, Data: data})
+		CSRF: st.csrf, Nav: name, CanWrite: st.p != nil && st.p.CanWrite(), Flash: st.flash,
+		Live: s.tickets != nil && (name == "runs" || name == "run"), Data: data})
 	if err != nil {
 		s.log.Error("rendering a page", "page", name, "err", err)
 		http.Error(w, "Internal server error", http.StatusInternalServerError)
@@ -262,6 +273,7 @@ type runsData struct {
 	Total                int
 	Projects             []domain.Project
 	Statuses             []domain.ExecStatus
+	Environments         []string
 	Status, Project      string
 	Page, Pages          int
 	PrevURL, NextURL     string
@@ -278,7 +290,7 @@ var allStatuses = []domain.ExecStatus{domain.ExecPending, domain.ExecRunning, do
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r)
 	q := r.URL.Query()
-	d := runsData{Statuses: allStatuses, Status: q.Get("status"), Project: q.Get("project"), Page: 1}
+	d := runsData{Statuses: allStatuses, Environments: domain.Environments, Status: q.Get("status"), Project: q.Get("project"), Page: 1}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
 		d.Page = n
 	}

@@ -26,6 +26,7 @@ import (
 
 	"verdict/internal/auth"
 	"verdict/internal/domain"
+	"verdict/internal/executions"
 	"verdict/internal/identity"
 	"verdict/internal/store"
 )
@@ -71,6 +72,12 @@ type Executions interface {
 	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
 	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
+	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)
+	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
+	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
+	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
+	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	Delete(ctx context.Context, p *identity.Principal, taskID string) error
 }
 
 // TokenVerifier checks a session JWT (the API's bearer token).
@@ -94,8 +101,10 @@ type Deps struct {
 	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
 	// report token), "" for none; nil: no report links.
 	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
-	Log        *slog.Logger
-	Clock      domain.Clock
+	// SocketTickets issues the tickets a page's script opens Socket.IO with; nil: no live updates.
+	SocketTickets *SocketTickets
+	Log           *slog.Logger
+	Clock         domain.Clock
 }
 
 // Server serves the dashboard.
@@ -107,6 +116,7 @@ type Server struct {
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
 	limit      func(r *http.Request, bucket string) error
+	tickets    *SocketTickets
 	log        *slog.Logger
 	clock      domain.Clock
 	pages      map[string]*template.Template
@@ -125,7 +135,7 @@ func New(d Deps) *Server {
 		panic("web: a CSRF key is required")
 	}
 	s := &Server{identity: d.Identity, executions: d.Executions, jwt: d.JWT, csrfKey: d.CSRFKey,
-		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, log: d.Log, clock: d.Clock,
+		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.routes()
 	return s
@@ -147,6 +157,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /logout", s.public(s.csrf(s.logout)))
 	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
+	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.queueRun)))
+	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.cancelRun)))
+	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.rerun)))
+	s.mux.HandleFunc("POST /runs/{taskId}/delete", s.signedIn(s.csrf(s.deleteRun)))
+	s.mux.HandleFunc("GET /projects", s.signedIn(s.projects))
+	s.mux.HandleFunc("POST /projects", s.signedIn(s.csrf(s.createProject)))
+	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
+	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.updateProject)))
+	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billing))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
@@ -187,10 +206,11 @@ const stateKey ctxKey = 0
 // state is what a page knows of its request: the signed-in principal (nil: none), the user
 // and organization shown in the navigation, and the CSRF token of its forms.
 type state struct {
-	p    *identity.Principal
-	user *domain.User
-	org  *domain.Organization
-	csrf string
+	p     *identity.Principal
+	user  *domain.User
+	org   *domain.Organization
+	csrf  string
+	flash *flash
 }
 
 func stateOf(r *http.Request) *state {
@@ -230,7 +250,7 @@ func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
 			redirect(w, r, "/login")
 			return
 		}
-		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token)}
+		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token), flash: takeFlash(w, r, s.secure)}
 		if _, org, _, err := s.identity.Me(r.Context(), p); err == nil {
 			st.org = org
 		}

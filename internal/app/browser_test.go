@@ -411,6 +411,27 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	c.check("run-failed")
 
+	// A run's page follows it live: opened while it waits or runs, it shows the log lines as the
+	// container writes them and the final status, without a reload.
+	h.queue(admin, map[string]any{"image": slowImage, "taskId": "browser-live", "envVars": map[string]any{"LINES": "20", "INTERVAL_MS": "150"}})
+	c.open("/runs/browser-live")
+	c.run(chromedp.Evaluate[chromedp.Void](`window.__notReloaded = true`))
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		state := eval[map[string]any](c, `({log: (document.getElementById('log') || {innerText: ''}).innerText,
+  status: (document.querySelector('[data-field="status"]') || {innerText: ''}).innerText, same: window.__notReloaded === true})`)
+		if state["same"] != true {
+			t.Fatal("the run page reloaded itself")
+		}
+		if log, _ := state["log"].(string); strings.Contains(log, "line 20 of 20") && state["status"] == "PASSED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run page did not follow the run live: %+v", state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	c.open("/settings/billing")
 	c.wantPage("billing", 200, "Test runs")
 	c.check("billing")

@@ -64,6 +64,18 @@ type Identity interface {
 	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
 	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
 	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
+	// Members and invitations (/members).
+	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
+	ChangeRole(ctx context.Context, p *identity.Principal, id string, role domain.Role) (*domain.User, error)
+	SetStatus(ctx context.Context, p *identity.Principal, id string, status domain.UserStatus) (*domain.User, error)
+	DeleteUser(ctx context.Context, p *identity.Principal, id string) error
+	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
+	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
+	RevokeInvitation(ctx context.Context, p *identity.Principal, id string) error
+	// The caller's API keys (/settings/api-keys).
+	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
+	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
+	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
 }
 
 // Executions is the executions service: runs, their logs, and projects.
@@ -167,6 +179,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.updateProject)))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billing))
+	s.memberRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 	})

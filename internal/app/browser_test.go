@@ -435,6 +435,15 @@ func TestBrowserDashboard(t *testing.T) {
 	c.open("/settings/billing")
 	c.wantPage("billing", 200, "Test runs")
 	c.check("billing")
+	c.open("/members")
+	c.wantPage("members", 200, "Ada Lovelace")
+	c.check("members")
+	c.open("/settings/api-keys")
+	c.wantPage("API keys", 200, "API keys")
+	c.check("api-keys")
+	c.open("/projects")
+	c.wantPage("projects", 200, "Projects")
+	c.check("projects")
 
 	// Another organization's run is the 404 page.
 	other := h.signup("other@example.com", "Other Co")

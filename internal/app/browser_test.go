@@ -435,6 +435,9 @@ func TestBrowserDashboard(t *testing.T) {
 	c.open("/settings/billing")
 	c.wantPage("billing", 200, "Test runs")
 	c.check("billing")
+	c.open("/settings")
+	c.wantPage("settings", 200, "AI models")
+	c.check("settings")
 
 	// Another organization's run is the 404 page.
 	other := h.signup("other@example.com", "Other Co")

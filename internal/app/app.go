@@ -275,7 +275,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
 	}
-	pages := web.New(web.Deps{Identity: ids, Executions: execs, JWT: jwt,
+	pages := web.New(web.Deps{Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
 	a.API = api.New(api.Deps{

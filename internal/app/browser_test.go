@@ -444,6 +444,9 @@ func TestBrowserDashboard(t *testing.T) {
 	c.open("/projects")
 	c.wantPage("projects", 200, "Projects")
 	c.check("projects")
+	c.open("/settings")
+	c.wantPage("settings", 200, "AI models")
+	c.check("settings")
 
 	// Another organization's run is the 404 page.
 	other := h.signup("other@example.com", "Other Co")

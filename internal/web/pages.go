@@ -18,7 +18,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "error", "members", "api-keys"}
+var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "settings", "error", "members", "api-keys"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
@@ -433,27 +433,6 @@ func testRank(t domain.TestResult) int {
 		return 2
 	}
 	return 3
-}
-
-type billingData struct {
-	Org   *domain.Organization
-	Usage *identity.Usage
-	// Checkout is the payment provider's return ("success" or "canceled"), "" for none.
-	Checkout string
-}
-
-func (s *Server) billing(w http.ResponseWriter, r *http.Request) {
-	st := stateOf(r)
-	u, err := s.identity.Usage(r.Context(), st.p)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	d := billingData{Org: st.org, Usage: u}
-	if c := r.URL.Query().Get("checkout"); c == "success" || c == "canceled" {
-		d.Checkout = c
-	}
-	s.render(w, r, http.StatusOK, "billing", "Billing", d)
 }
 
 func formatDuration(ms int64) string {

@@ -24,7 +24,9 @@ import (
 	"net/http"
 	"strings"
 
+	"verdict/internal/ai/analyst"
 	"verdict/internal/auth"
+	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
@@ -76,6 +78,22 @@ type Identity interface {
 	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
 	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
 	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
+	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
+}
+
+// Billing is the billing service: checkout, the customer portal and the payment history.
+type Billing interface {
+	Configured() bool
+	StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
+	OpenPortal(ctx context.Context, p *identity.Principal) (string, error)
+	Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error)
+}
+
+// Analyst is the failure analyst's model settings (the organization's default model and own
+// provider keys).
+type Analyst interface {
+	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
+	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
 }
 
 // Executions is the executions service: runs, their logs, and projects.
@@ -103,6 +121,10 @@ type Deps struct {
 	Identity   Identity
 	Executions Executions
 	JWT        TokenVerifier
+	// Billing serves the billing page's actions; nil: plan and usage only.
+	Billing Billing
+	// Analyst serves the model settings on /settings; nil: not shown.
+	Analyst Analyst
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -123,6 +145,8 @@ type Deps struct {
 type Server struct {
 	identity   Identity
 	executions Executions
+	billing    Billing
+	analyst    Analyst
 	jwt        TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -146,7 +170,7 @@ func New(d Deps) *Server {
 	if len(d.CSRFKey) == 0 {
 		panic("web: a CSRF key is required")
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, jwt: d.JWT, csrfKey: d.CSRFKey,
+	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
 		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.routes()
@@ -178,8 +202,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.updateProject)))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
-	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billing))
 	s.memberRoutes()
+	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billingPage))
+	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.checkout)))
+	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.portal)))
+	s.mux.HandleFunc("GET /settings", s.signedIn(s.settings))
+	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.updateOrganization)))
+	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.setDefaultModel)))
+	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.saveOwnKey)))
+	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.removeOwnKey)))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 	})

@@ -1,0 +1,186 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"verdict/internal/ai/analyst"
+	"verdict/internal/ai/models"
+	"verdict/internal/domain"
+	"verdict/internal/identity"
+	"verdict/internal/store"
+)
+
+// The settings pages: the organization and its model settings on /settings, the plan, usage,
+// checkout, customer portal and payment history on /settings/billing. Every form is for
+// admins; the services refuse anyone else anyway.
+
+const (
+	settingsPath = "/settings"
+	billingPath  = "/settings/billing"
+)
+
+// providerRow is a model provider on /settings: whether the organization saved its own key
+// (the key itself is never read back).
+type providerRow struct {
+	Name   string
+	OwnKey bool
+}
+
+type settingsData struct {
+	Org   *domain.Organization
+	Admin bool
+	// AI is the analyst's model settings, nil when the server has no analyst or they could not
+	// be read (AIError says so).
+	AI        *analyst.Config
+	AIError   string
+	Providers []providerRow
+}
+
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	if st.org == nil {
+		s.fail(w, r, domain.NotFound("Organization not found", "The organization no longer exists"))
+		return
+	}
+	d := settingsData{Org: st.org, Admin: st.p.IsAdmin()}
+	if s.analyst != nil {
+		c, err := s.analyst.Config(r.Context(), st.p)
+		if err != nil {
+			s.log.Warn("reading the model settings for /settings", "err", err)
+			d.AIError = "The model settings could not be read."
+		} else {
+			d.AI = c
+			for _, p := range models.Providers {
+				d.Providers = append(d.Providers, providerRow{Name: string(p), OwnKey: c.OwnKeys[p]})
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "settings", "Settings", d)
+}
+
+// updateOrganization saves the organization form: its name and the two AI flags (an unticked
+// checkbox is not sent, so its absence is "off").
+func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request) {
+	name := r.PostFormValue("name")
+	ai, planner := r.PostFormValue("aiAnalysis") == "on", r.PostFormValue("automationPlanner") == "on"
+	_, err := s.identity.UpdateOrganization(r.Context(), stateOf(r).p, identity.OrganizationPatch{Name: &name,
+		AIAnalysisEnabled: &ai, AutomationPlanner: &planner})
+	if err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, "Organization settings saved.")
+}
+
+func (s *Server) updateAI(w http.ResponseWriter, r *http.Request, patch analyst.ConfigPatch, text string) {
+	if s.analyst == nil {
+		s.fail(w, r, domain.Unavailable("Analysis not configured", "Failure analysis is not available on this server"))
+		return
+	}
+	if _, err := s.analyst.UpdateConfig(r.Context(), stateOf(r).p, patch); err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, text)
+}
+
+func (s *Server) setDefaultModel(w http.ResponseWriter, r *http.Request) {
+	m := r.PostFormValue("defaultModel")
+	s.updateAI(w, r, analyst.ConfigPatch{DefaultModel: &m}, "Default model set to "+m+".")
+}
+
+// saveOwnKey saves a provider key of the organization's own, once the provider accepts it.
+func (s *Server) saveOwnKey(w http.ResponseWriter, r *http.Request) {
+	p := r.PostFormValue("provider")
+	s.updateAI(w, r, analyst.ConfigPatch{OwnKey: &analyst.OwnKey{Provider: p, APIKey: r.PostFormValue("apiKey")}},
+		"Your own "+p+" key was checked with the provider and saved.")
+}
+
+func (s *Server) removeOwnKey(w http.ResponseWriter, r *http.Request) {
+	p := r.PostFormValue("provider")
+	s.updateAI(w, r, analyst.ConfigPatch{RemoveOwnKey: &p}, "Your own "+p+" key was removed.")
+}
+
+// eventsListed is the length of the payment history on /settings/billing.
+const eventsListed = 50
+
+type billingData struct {
+	Org   *domain.Organization
+	Usage *identity.Usage
+	// Checkout is the payment provider's return ("success" or "canceled"), "" for none.
+	Checkout string
+	Admin    bool
+	// Configured: payments are set up on this server (the buttons are shown to admins).
+	Configured bool
+	// Upgrades are the paid plans an admin may check out (none while a subscription runs);
+	// Portal: the organization has a billing account to manage.
+	Upgrades []domain.Plan
+	Portal   bool
+	// Events is the payment history (admins, when payments are set up); EventsError says it
+	// could not be read.
+	Events      []store.BillingEvent
+	EventsError string
+}
+
+func (s *Server) billingPage(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	u, err := s.identity.Usage(r.Context(), st.p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := billingData{Org: st.org, Usage: u, Admin: st.p.IsAdmin(), Configured: s.billing != nil && s.billing.Configured()}
+	if c := r.URL.Query().Get("checkout"); c == "success" || c == "canceled" {
+		d.Checkout = c
+	}
+	if o := st.org; o != nil {
+		if b := o.Billing; b.ProviderSubscriptionID == nil || b.Status == domain.BillingCanceled {
+			for _, p := range []domain.Plan{domain.PlanTeam, domain.PlanEnterprise} {
+				if p != o.Plan {
+					d.Upgrades = append(d.Upgrades, p)
+				}
+			}
+		}
+		d.Portal = o.Billing.ProviderCustomerID != ""
+	}
+	if d.Admin && d.Configured {
+		if d.Events, err = s.billing.Events(r.Context(), st.p, eventsListed); err != nil {
+			s.log.Warn("reading the payment history for /settings/billing", "err", err)
+			d.EventsError = "The payment history could not be read."
+		}
+	}
+	s.render(w, r, http.StatusOK, "billing", "Billing", d)
+}
+
+// The checkout and portal forms send the browser to the payment provider's pages. The forms
+// are submitted by htmx, which follows HX-Redirect by navigating: the page's CSP allows forms
+// to post to this site only (form-action 'self'), and browsers apply that to a form's
+// redirects too, so a plain 303 to the provider would be blocked. Without htmx the answer is
+// that 303.
+
+func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
+	if s.billing == nil {
+		s.refused(w, r, billingPath, domain.Unavailable("Billing not configured", "Payments are not set up on this server"))
+		return
+	}
+	c, err := s.billing.StartCheckout(r.Context(), stateOf(r).p, "", strings.TrimSpace(r.PostFormValue("plan")))
+	if err != nil {
+		s.refused(w, r, billingPath, err)
+		return
+	}
+	redirect(w, r, c.URL)
+}
+
+func (s *Server) portal(w http.ResponseWriter, r *http.Request) {
+	if s.billing == nil {
+		s.refused(w, r, billingPath, domain.Unavailable("Billing not configured", "Payments are not set up on this server"))
+		return
+	}
+	url, err := s.billing.OpenPortal(r.Context(), stateOf(r).p)
+	if err != nil {
+		s.refused(w, r, billingPath, err)
+		return
+	}
+	redirect(w, r, url)
+}

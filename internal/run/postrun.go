@@ -86,11 +86,11 @@ func (r *Runner) analyse(ctx context.Context, e *domain.Execution, f store.Finis
 	}
 	actx, cancel := context.WithTimeout(ctx, analysisTimeout)
 	defer cancel()
-	return r.Analyst.Analyse(actx, WithOutcome(e, f))
+	return r.Analyst.Analyse(actx, withOutcome(e, f))
 }
 
-// WithOutcome is a copy of the run with its outcome f filled in, as the store will hold it.
-func WithOutcome(e *domain.Execution, f store.Finish) *domain.Execution {
+// withOutcome is a copy of the run with its outcome f filled in, as the store will hold it.
+func withOutcome(e *domain.Execution, f store.Finish) *domain.Execution {
 	run := *e
 	run.Status, run.Error, run.ExitCode = f.Status, f.Error, f.ExitCode
 	run.Summary, run.Tests, run.Notes = f.Summary, f.Tests, f.Notes

@@ -205,14 +205,13 @@ func (s *Service) history(ctx context.Context, run *domain.Execution, in analysi
 // askModel asks the organization's model, if it has one, and takes its answer into a. The
 // error says why the built-in answer stands.
 func (s *Service) askModel(ctx context.Context, orgID string, a *domain.Analysis, res *analysis.Result) error {
-	org, err := s.store.Organizations().Get(ctx, orgID)
+	m, err := s.ModelFor(ctx, orgID)
 	if err != nil {
 		return errors.New("the organization's model could not be read; the built-in analysis is shown")
 	}
-	choice := s.choose(org)
-	if choice.provider == "" {
-		if choice.missing != "" {
-			return errors.New(choice.missing)
+	if m.Provider == "" {
+		if m.Missing != "" {
+			return errors.New(m.Missing)
 		}
 		return nil
 	}
@@ -220,12 +219,12 @@ func (s *Service) askModel(ctx context.Context, orgID string, a *domain.Analysis
 	if err != nil {
 		return err
 	}
-	f, err := s.models.Analyse(ctx, choice.provider, choice.model, choice.key, evidence)
+	f, err := s.models.Analyse(ctx, m.Provider, m.Model, m.Key, evidence)
 	if err != nil {
-		s.log.Warn("the model failed; the built-in analysis stands", "org", orgID, "model", choice.name, "err", err)
-		return errors.New("the model " + choice.name + " failed (" + err.Error() + "); the built-in analysis is shown")
+		s.log.Warn("the model failed; the built-in analysis stands", "org", orgID, "model", m.Name, "err", err)
+		return errors.New("the model " + m.Name + " failed (" + err.Error() + "); the built-in analysis is shown")
 	}
-	a.Provider, a.Model = string(choice.provider), choice.model
+	a.Provider, a.Model = string(m.Provider), m.Model
 	a.Category, a.Summary, a.RootCause, a.SuggestedFix, a.Confidence = string(f.Category), f.Summary, f.RootCause,
 		f.SuggestedFix, f.Confidence
 	return nil

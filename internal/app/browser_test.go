@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,8 +49,15 @@ type chrome struct {
 
 func newChrome(t *testing.T, h *harness) *chrome {
 	t.Helper()
+	srv, err := url.Parse(h.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(testenv.Chromium(t)),
+		// The browser reaches Verdict at its public URL, as a user does: the links Verdict
+		// hands out (report links, the e-mailed invitation) open as they are.
+		chromedp.Flag("host-resolver-rules", "MAP "+strings.TrimPrefix(publicURL, "http://")+":80 "+srv.Host),
 		chromedp.WindowSize(int(viewports[0].w), int(viewports[0].h)),
 		chromedp.Flag("lang", "en-US"),
 	)
@@ -100,7 +110,7 @@ func eval[T any](c *chrome, expr string) T {
 // cookies are the browser's cookies for the server.
 func (c *chrome) cookies() []*network.Cookie {
 	c.t.Helper()
-	r, err := chromedp.Call(c.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.h.srv.URL}})
+	r, err := chromedp.Call(c.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{publicURL}})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -110,7 +120,7 @@ func (c *chrome) cookies() []*network.Cookie {
 // open navigates to path and waits for the page's body.
 func (c *chrome) open(path string) {
 	c.t.Helper()
-	c.run(chromedp.Navigate(c.h.srv.URL+path), chromedp.WaitReady(chromedp.CSS("body")))
+	c.run(chromedp.Navigate(publicURL+path), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
 // status is the HTTP status of the page's own document.
@@ -213,7 +223,7 @@ func (c *chrome) weigh(name string) {
   .map(e => e.name)`)
 	cookies := c.cookies()
 	for _, u := range urls {
-		req, _ := http.NewRequest("GET", u, nil)
+		req, _ := http.NewRequest("GET", strings.Replace(u, publicURL, c.h.srv.URL, 1), nil)
 		for _, ck := range cookies {
 			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 		}
@@ -227,7 +237,7 @@ func (c *chrome) weigh(name string) {
 			c.t.Fatalf("%s: %s: %d", name, u, res.StatusCode)
 		}
 		total += n
-		parts = append(parts, fmt.Sprintf("%s %d B", strings.TrimPrefix(u, c.h.srv.URL), n))
+		parts = append(parts, fmt.Sprintf("%s %d B", strings.TrimPrefix(u, publicURL), n))
 	}
 	c.t.Logf("%s: page weight %d B gzip (%s)", name, total, strings.Join(parts, ", "))
 	if total > maxPageWeight {
@@ -324,6 +334,52 @@ func (c *chrome) waitRunStatus(taskID, status string) {
 	}
 }
 
+// invitationLink is the invitation link of an e-mail.
+var invitationLink = regexp.MustCompile(regexp.QuoteMeta(publicURL) + `/accept-invitation\?token=[0-9a-f]{64}`)
+
+// fill sets form fields by id (a select by its option's value), as typing would.
+func (c *chrome) fill(fields map[string]string) {
+	c.t.Helper()
+	for id, v := range fields {
+		c.run(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(e => { if (!e) throw new Error('no field %s');
+  e.value = %q; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})) })(document.getElementById(%q))`, id, v, id)))
+	}
+}
+
+// submit presses the submit button of the form sel and waits for the page it leads to.
+func (c *chrome) submit(form string) {
+	c.t.Helper()
+	c.run(chromedp.Evaluate[chromedp.Void](`window.__submitted = true`), chromedp.Click(chromedp.CSS(form+` button[type="submit"]`)))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// Evaluating may fail while the document is replaced; the next try sees the new one.
+		if old, err := chromedp.Run(c.ctx, chromedp.Evaluate[bool](`window.__submitted === true`)); err == nil && !old {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("submitting %s led to no new page", form)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.run(chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// waitPathPrefix waits until the page's path starts with prefix (and is longer) and returns it.
+func (c *chrome) waitPathPrefix(prefix string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if p := c.path(); strings.HasPrefix(p, prefix) && len(p) > len(prefix) {
+			c.run(chromedp.WaitReady(chromedp.CSS("body")))
+			return p
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("still at %s, want %s…", c.path(), prefix)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 type testRow struct {
 	Class   string `json:"class"`
 	Name    string `json:"name"`
@@ -339,7 +395,9 @@ func (c *chrome) testRows() []testRow {
 // TestBrowserDashboard drives the dashboard in a real Chromium against a real Verdict running
 // the sample suites on the Docker engine.
 func TestBrowserDashboard(t *testing.T) {
-	h := runHarness(t, "sqlite")
+	testenv.DockerHost(t)
+	rec := &providerRecorder{}
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 2 * time.Second, env: billingEnv(t, rec)})
 	c := newChrome(t, h)
 	c.t.Logf("screenshots: %s", c.shot)
 
@@ -364,18 +422,28 @@ func TestBrowserDashboard(t *testing.T) {
 	c.wantPage("runs, empty", 200, "No runs yet")
 	c.check("runs-empty")
 
-	// The dashboard has no form to queue a run yet: the API does it with the session's token.
-	admin := bearer(c.session())
-	if admin.token == "" {
-		t.Fatal("no session cookie after signup")
-	}
-	h.queue(admin, map[string]any{"image": passImage, "taskId": "browser-pass"})
-	c.waitRunStatus("browser-pass", "PASSED")
-	c.wantPage("runs", 200, "browser-pass")
+	// A project from its form, then a run of it queued from the runs page's form.
+	c.open("/projects")
+	c.fill(map[string]string{"name": "Web shop", "image": passImage, "variables": "GREETING=hello"})
+	c.submit("form.project-form")
+	project := strings.TrimPrefix(c.waitPathPrefix("/projects/"), "/projects/")
+	c.wantPage("project created", 200, "Project Web shop created.")
+	c.open("/runs")
+	c.fill(map[string]string{"q-project": project, "q-variables": "STAGE=browser"})
+	c.submit("details.queue form")
+	taskID := strings.TrimPrefix(c.waitPathPrefix("/runs/"), "/runs/")
+	c.wantPage("run queued", 200, "Run "+taskID+" queued.")
+	c.waitRunStatus(taskID, "PASSED")
+	c.wantPage("runs", 200, "Web shop")
 	c.check("runs")
+	admin := bearer(c.session())
+	if got := c.h.do("GET", "/api/executions/"+taskID, admin, nil); got.str("execution", "projectId") != project ||
+		got.str("execution", "image") != passImage {
+		t.Fatalf("the queued run is not the project's: %s", got.raw)
+	}
 
-	c.run(chromedp.Click(chromedp.CSS(`a[href="/runs/browser-pass"]`)))
-	c.waitPath("/runs/browser-pass")
+	c.run(chromedp.Click(chromedp.CSS(`a[href="/runs/` + taskID + `"]`)))
+	c.waitPath("/runs/" + taskID)
 	c.wantPage("run page", 200, "PASSED")
 	rows := c.testRows()
 	if len(rows) != 4 {
@@ -391,6 +459,12 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Fatalf("report link %q, want one on %s", report, publicURL)
 	}
 	c.check("run-passed")
+	// The report opens from its link (the link carries its own short-lived token).
+	c.run(chromedp.Click(chromedp.CSS(`dl.facts a[href^="` + publicURL + `"]`)))
+	c.waitPathPrefix("/reports/")
+	if st, body := c.status(), c.text("body"); st != 200 || strings.TrimSpace(body) == "" {
+		t.Fatalf("the report: %d %q", st, body)
+	}
 
 	// A failing run lists its failed tests first, each with its message.
 	h.queue(admin, map[string]any{"image": failImage, "taskId": "browser-fail"})
@@ -448,6 +522,112 @@ func TestBrowserDashboard(t *testing.T) {
 	c.wantPage("settings", 200, "AI models")
 	c.check("settings")
 
+	// Billing: checkout goes to the payment provider's page (stripe-mock's), whose return
+	// lands on /settings/billing; the plan changes once the provider's event arrives.
+	c.open("/settings/billing")
+	var left []string
+	var mu sync.Mutex
+	if err := chromedp.Listen(c.ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok && !strings.HasPrefix(e.Request.URL, publicURL) {
+			mu.Lock()
+			left = append(left, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.run(chromedp.Click(chromedp.CSS(`form[action="/settings/billing/checkout"] button`)))
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := len(left)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("checkout did not send the browser to the payment provider")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sessions := rec.requests("/v1/checkout/sessions")
+	if len(sessions) != 1 || sessions[0].Form.Get("line_items[0][price]") != priceTeam {
+		t.Fatalf("checkout sessions: %+v", sessions)
+	}
+	mu.Lock()
+	if !strings.HasPrefix(left[0], "https://") {
+		t.Fatalf("checkout sent the browser to %q", left[0])
+	}
+	mu.Unlock()
+	back := strings.Replace(sessions[0].Form.Get("success_url"), "{CHECKOUT_SESSION_ID}", "cs_test_browser", 1)
+	c.run(chromedp.Navigate(back), chromedp.WaitReady(chromedp.CSS("body")))
+	c.wantPage("back from checkout", 200, "your payment was received")
+	orgID := c.h.do("GET", "/api/auth/me", admin, nil).str("data", "organization", "id")
+	customer := c.h.org(orgID).Billing.ProviderCustomerID
+	c.h.deliver(event("evt_browser_sub", "customer.subscription.created", time.Now(), subscriptionObject("sub_browser", customer, priceTeam, time.Now())))
+	c.open("/settings/billing")
+	if plan := c.text("dl.facts dd:nth-of-type(2)"); plan != "team" {
+		t.Fatalf("plan after the subscription: %q", plan)
+	}
+	c.check("billing-team")
+
+	// An invitation from the members page, e-mailed; its link opens the invitation, where the
+	// new member creates an account and joins as a viewer.
+	c.open("/members")
+	c.fill(map[string]string{"invite-email": "vi@example.com", "invite-role": "viewer"})
+	c.submit(`form[action="/members/invite"]`)
+	c.waitPath("/members")
+	c.wantPage("invited", 200, "Invitation sent to vi@example.com.")
+	var link string
+	deadline = time.Now().Add(15 * time.Second)
+	for link == "" {
+		if m := invitationLink.FindString(c.h.console.lastTo("vi@example.com")); m != "" {
+			link = m
+		} else if time.Now().After(deadline) {
+			t.Fatal("no invitation e-mail to vi@example.com")
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c.run(chromedp.Click(chromedp.CSS(`form.signout button[type="submit"]`)))
+	c.waitPath("/login")
+	c.run(chromedp.Navigate(link), chromedp.WaitReady(chromedp.CSS("body")))
+	c.wantPage("invitation", 200, "invites vi@example.com to join Browser Co as viewer")
+	c.check("invitation")
+	c.fill(map[string]string{"name": "Vi Viewer", "password": password})
+	c.submit(`form[action="/accept-invitation"]`)
+	c.waitPath("/runs")
+	c.wantPage("viewer's runs", 200, taskID)
+	// A viewer sees no write controls, and the server refuses the actions anyway.
+	if n := eval[int](c, `document.querySelectorAll('details.queue, form[action="/runs"][method="post"]').length`); n != 0 {
+		t.Fatalf("a viewer sees %d queue forms", n)
+	}
+	c.open("/runs/" + taskID)
+	if n := eval[int](c, `document.querySelectorAll('form[action*="/cancel"], form[action*="/rerun"], form[action*="/delete"]').length`); n != 0 {
+		t.Fatalf("a viewer sees %d run actions", n)
+	}
+	c.check("run-viewer")
+	for _, action := range []string{"/runs", "/runs/" + taskID + "/delete", "/runs/" + taskID + "/rerun", "/projects"} {
+		got := eval[int](c, `fetch('`+action+`', {method: 'POST', headers: {'X-CSRF-Token': document.querySelector('meta[name="csrf-token"]').content,
+  'Content-Type': 'application/x-www-form-urlencoded'}, body: 'image=x&name=x', redirect: 'manual'}).then(r => r.status)`)
+		if got != 403 {
+			t.Errorf("a viewer's POST %s: %d, want 403", action, got)
+		}
+	}
+	if r := c.h.do("GET", "/api/executions/"+taskID, admin, nil); r.status != 200 {
+		t.Fatalf("the run after the viewer's refused delete: %s", r.raw)
+	}
+	// An invitation link works once: opened again, it says so.
+	c.run(chromedp.Click(chromedp.CSS(`form.signout button[type="submit"]`)))
+	c.waitPath("/login")
+	c.run(chromedp.Navigate(link), chromedp.WaitReady(chromedp.CSS("body")))
+	if st := c.status(); st < 400 || !strings.Contains(c.text("main"), "Ask an admin of the organization for a new invitation") {
+		t.Fatalf("a used invitation: %d %s", st, c.text("main"))
+	}
+	c.open("/login")
+	c.keyboardFill("login", [][2]string{{"email", "ada@example.com"}, {"password", password}})
+	c.waitPath("/runs")
+
 	// Another organization's run is the 404 page.
 	other := h.signup("other@example.com", "Other Co")
 	h.queue(bearer(other.token), map[string]any{"image": passImage, "taskId": "secret-run"})
@@ -477,5 +657,5 @@ func TestBrowserDashboard(t *testing.T) {
 	// Signing in from the keyboard: Tab order, Enter submits.
 	c.keyboardFill("login", [][2]string{{"email", "ada@example.com"}, {"password", password}})
 	c.waitPath("/runs")
-	c.wantPage("runs after signing in", 200, "browser-pass")
+	c.wantPage("runs after signing in", 200, taskID)
 }

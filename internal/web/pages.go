@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -136,19 +137,34 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 
 type loginData struct {
 	Email string
+	// Next is where signing in leads (a path on this site; "" for /runs).
+	Next  string
 	Error *formError
 }
 
+// localPath is next when it is a path on this site, else "": a sign-in link cannot send the
+// browser to another site (no scheme, no host, no protocol-relative "//", no backslash).
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
+		return ""
+	}
+	return next
+}
+
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.URL.Query().Get("next"))
 	if stateOf(r).p != nil {
-		redirect(w, r, "/runs")
+		redirect(w, r, cmp.Or(next, "/runs"))
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", "Sign in", loginData{})
+	s.render(w, r, http.StatusOK, "login", "Sign in", loginData{Next: next})
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	email := r.PostFormValue("email")
+	email, next := r.PostFormValue("email"), localPath(r.PostFormValue("next"))
 	err := s.limited(r, "login")
 	var sess *identity.Session
 	if err == nil {
@@ -156,11 +172,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		fe := s.formErrorOf(r, err)
-		s.render(w, r, fe.Status, "login", "Sign in", loginData{Email: email, Error: fe})
+		s.render(w, r, fe.Status, "login", "Sign in", loginData{Email: email, Next: next, Error: fe})
 		return
 	}
 	s.setSession(w, sess.Token)
-	redirect(w, r, "/runs")
+	redirect(w, r, cmp.Or(next, "/runs"))
 }
 
 type signupData struct {
@@ -191,7 +207,9 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 }
 
 type invitationData struct {
-	Token   string
+	Token string
+	// Return is this page's address, for the sign-in link of an existing user.
+	Return  string
 	Preview *identity.InvitationPreview
 	// Refused explains a token that cannot be used (unknown, used, revoked, expired).
 	Refused *formError
@@ -204,7 +222,7 @@ type invitationData struct {
 }
 
 func (s *Server) invitationData(r *http.Request, token string) (invitationData, int) {
-	d := invitationData{Token: token}
+	d := invitationData{Token: token, Return: "/accept-invitation?token=" + url.QueryEscape(token)}
 	if st := stateOf(r); st.user != nil {
 		d.SignedInAs = st.user.Email
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"verdict/internal/ai/analyst"
@@ -108,6 +109,8 @@ const eventsListed = 50
 type billingData struct {
 	Org   *domain.Organization
 	Usage *identity.Usage
+	// Bars are the usage table's rows, each with its alert band.
+	Bars []usageBar
 	// Checkout is the payment provider's return ("success" or "canceled"), "" for none.
 	Checkout string
 	Admin    bool
@@ -130,7 +133,7 @@ func (s *Server) billingPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := billingData{Org: st.org, Usage: u, Admin: st.p.IsAdmin(), Configured: s.billing != nil && s.billing.Configured()}
+	d := billingData{Org: st.org, Usage: u, Bars: usageBars(u), Admin: st.p.IsAdmin(), Configured: s.billing != nil && s.billing.Configured()}
 	if c := r.URL.Query().Get("checkout"); c == "success" || c == "canceled" {
 		d.Checkout = c
 	}
@@ -151,6 +154,44 @@ func (s *Server) billingPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "billing", "Billing", d)
+}
+
+// usageBar is one resource's use of its plan limit: a meter, and the alert band it is in
+// ("" below 50 %, then info, warning at 80 % and critical at 100 %, as the usage alerts).
+type usageBar struct {
+	Name, Used, Limit string
+	Value, Max        int64 // Max 0: unlimited, no meter
+	Low, High         int64 // the meter's bands: 50 % and 80 % of Max
+	Percent           int
+	Band              domain.AlertType
+}
+
+func usageBars(u *identity.Usage) []usageBar {
+	count := func(n int64) string { return strconv.FormatInt(n, 10) }
+	bytes := func(n int64) string { return formatBytes(n) }
+	rows := []struct {
+		name, resource string
+		used, limit    int64
+		format         func(int64) string
+	}{
+		{"Test runs", "testRuns", int64(u.RunsUsed), int64(u.Limits.MaxTestRuns), count},
+		{"Members", "users", int64(u.ActiveUsers), int64(u.Limits.MaxUsers), count},
+		{"Projects", "projects", int64(u.Projects), int64(u.Limits.MaxProjects), count},
+		{"Report storage", "storage", u.StorageUsed, u.Limits.MaxStorageBytes, bytes},
+	}
+	out := make([]usageBar, 0, len(rows))
+	for _, r := range rows {
+		b := usageBar{Name: r.name, Used: r.format(r.used), Limit: "unlimited", Value: r.used}
+		if r.limit > 0 {
+			b.Limit, b.Max, b.Percent = r.format(r.limit), r.limit, domain.PercentUsed(r.used, r.limit)
+			b.Value, b.Low, b.High = min(r.used, r.limit), r.limit/2, r.limit*4/5
+			if a := domain.AlertFor(r.resource, r.used, r.limit); a != nil {
+				b.Band = a.Type
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // The checkout and portal forms send the browser to the payment provider's pages. The forms

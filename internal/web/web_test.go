@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,60 @@ func TestCSRFBoundToSession(t *testing.T) {
 	s.ServeHTTP(w, req)
 	if w.Code != 303 || w.Header().Get("Location") != "/login" {
 		t.Fatalf("logout: %d %v", w.Code, w.Header())
+	}
+}
+
+// A sign-in link's next leads only to a path on this site.
+func TestLocalPath(t *testing.T) {
+	for next, want := range map[string]string{
+		"/accept-invitation?token=abc": "/accept-invitation?token=abc",
+		"/runs":                        "/runs",
+		"":                             "",
+		"runs":                         "",
+		"//evil.example/x":             "",
+		"/\\evil.example":              "",
+		"https://evil.example/":        "",
+		"/runs\r\nSet-Cookie: x=1":     "",
+	} {
+		if got := localPath(next); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+func FuzzLocalPath(f *testing.F) {
+	for _, s := range []string{"/runs", "//x", "/\\x", "https://x/", "/a?b=//c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := localPath(next)
+		if got == "" {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(got, "/") || strings.HasPrefix(got, "//") {
+			t.Fatalf("localPath(%q) = %q leaves the site", next, got)
+		}
+	})
+}
+
+// The usage bars take the usage alerts' bands: info from 50 %, warning from 80 %, critical at
+// the limit; an unlimited resource has no meter.
+func TestUsageBars(t *testing.T) {
+	u := &identity.Usage{RunsUsed: 85, ActiveUsers: 5, Projects: 12, StorageUsed: 600,
+		Limits: domain.Limits{MaxTestRuns: 100, MaxUsers: 10, MaxProjects: 10, MaxStorageBytes: -1}}
+	got := usageBars(u)
+	want := []struct {
+		band    domain.AlertType
+		percent int
+		max     int64
+	}{{domain.AlertWarning, 85, 100}, {domain.AlertInfo, 50, 10}, {domain.AlertCritical, 120, 10}, {"", 0, 0}}
+	for i, w := range want {
+		if g := got[i]; g.Band != w.band || g.Percent != w.percent || g.Max != w.max || (g.Max > 0 && g.Value > g.Max) {
+			t.Errorf("%s: %+v, want band %q at %d%% of %d", g.Name, g, w.band, w.percent, w.max)
+		}
+	}
+	if got[3].Limit != "unlimited" {
+		t.Errorf("unlimited storage shown as %q", got[3].Limit)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -485,11 +487,30 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	c.check("run-failed")
 
-	// A run's page follows it live: opened while it waits or runs, it shows the log lines as the
-	// container writes them and the final status, without a reload.
+	// A run's page follows it live: opened while it runs, it shows the log lines as the
+	// container writes them and the final status, without a reload. The socket library is
+	// held back for a while, so lines are written between the page's rendering and its
+	// socket joining: the page must fill that gap and show every line exactly once.
 	h.queue(admin, map[string]any{"image": slowImage, "taskId": "browser-live", "envVars": map[string]any{"LINES": "20", "INTERVAL_MS": "150"}})
+	h.waitFor(admin, "browser-live", 60*time.Second, func(r resp) bool {
+		return strings.Contains(h.do("GET", "/api/executions/browser-live/logs", admin, nil).raw, "line 2 of 20")
+	})
+	if _, err := chromedp.Call(c.ctx, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*/socket.io/socket.io.js"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Listen(c.ctx, func(ev any) {
+		if e, ok := ev.(*cdpfetch.EventRequestPaused); ok {
+			go func() {
+				time.Sleep(1500 * time.Millisecond)
+				_, _ = chromedp.Call(c.ctx, cdpfetch.ContinueRequest, cdpfetch.ContinueRequestParams{RequestID: e.RequestID})
+			}()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	c.open("/runs/browser-live")
 	c.run(chromedp.Evaluate[chromedp.Void](`window.__notReloaded = true`))
+	rendered := strings.Count(c.text("#log"), "\n")
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		state := eval[map[string]any](c, `({log: (document.getElementById('log') || {innerText: ''}).innerText,
@@ -497,13 +518,25 @@ func TestBrowserDashboard(t *testing.T) {
 		if state["same"] != true {
 			t.Fatal("the run page reloaded itself")
 		}
-		if log, _ := state["log"].(string); strings.Contains(log, "line 20 of 20") && state["status"] == "PASSED" {
+		log, _ := state["log"].(string)
+		if strings.Contains(log, "line 20 of 20") && state["status"] == "PASSED" {
+			for i := 1; i <= 20; i++ {
+				if n := strings.Count(log, fmt.Sprintf("line %d of 20\n", i)); n != 1 {
+					t.Fatalf("the live log shows line %d %d times (page rendered with %d lines):\n%s", i, n, rendered, log)
+				}
+			}
+			if rendered >= 20 {
+				t.Fatalf("the page was rendered with the whole log (%d lines): nothing was followed live", rendered)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the run page did not follow the run live: %+v", state)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := chromedp.Call(c.ctx, cdpfetch.Disable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
 	}
 
 	c.open("/settings/billing")

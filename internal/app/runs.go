@@ -31,8 +31,8 @@ func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, h.views.Execution(e, h.clock()))
 }
 
-func (h hubEvents) ExecutionLog(orgID, taskID, chunk string) {
-	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk})
+func (h hubEvents) ExecutionLog(orgID, taskID, chunk string, offset int64) {
+	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset})
 }
 
 // socketAuth verifies a handshake's JWT, or a dashboard page's socket ticket, and re-reads the

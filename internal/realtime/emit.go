@@ -106,7 +106,7 @@ func (h *Hub) mergeLogs(e *emission) *emission {
 	}
 	var b strings.Builder
 	b.WriteString(e.log.Log)
-	defer func() { e.log = &ExecutionLog{TaskID: e.log.TaskID, Log: b.String()} }()
+	defer func() { e.log = &ExecutionLog{TaskID: e.log.TaskID, Log: b.String(), Offset: e.log.Offset} }()
 	for {
 		select {
 		case n := <-h.queue:
@@ -130,7 +130,7 @@ func (h *Hub) broadcast(e emission) {
 	// would reach other replicas' clients with Go field names.
 	var v any
 	if e.log != nil {
-		v = map[string]any{"taskId": e.log.TaskID, "log": e.log.Log}
+		v = map[string]any{"taskId": e.log.TaskID, "log": e.log.Log, "offset": e.log.Offset}
 	} else if err := json.Unmarshal(e.json, &v); err != nil {
 		h.log.Error("emit: re-decoding payload", "event", e.event, "error", err)
 		return

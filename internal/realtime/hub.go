@@ -41,12 +41,15 @@ const (
 	EventExecutionLog     = "execution-log"
 )
 
-// ExecutionLog is the payload of EventExecutionLog; Log holds one or more whole lines. The
+// ExecutionLog is the payload of EventExecutionLog; Log holds one or more whole lines, which
+// start Offset bytes into the run's log (a page that rendered the log's first n bytes skips
+// what it has and asks for what it missed). The
 // payload of EventExecutionUpdated is the REST API's execution view (api.Execution), so both
 // show a run alike.
 type ExecutionLog struct {
 	TaskID string `json:"taskId"`
 	Log    string `json:"log"`
+	Offset int64  `json:"offset"`
 }
 
 // Identity is who an authenticated connection acts as.

@@ -226,13 +226,13 @@ func TestPollingWireFormat(t *testing.T) {
 		t.Fatalf("first poll: %q", first)
 	}
 	for i := range 3 { // three runs, so that the lines are not merged
-		h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: fmt.Sprint("t", i), Log: "line\n"})
+		h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: fmt.Sprint("t", i), Log: "line\n", Offset: int64(5 * i)})
 	}
 	time.Sleep(100 * time.Millisecond) // let all three reach the session's buffer
 	want := strings.Join([]string{
-		`42["execution-log",{"log":"line\n","taskId":"t0"}]`,
-		`42["execution-log",{"log":"line\n","taskId":"t1"}]`,
-		`42["execution-log",{"log":"line\n","taskId":"t2"}]`,
+		`42["execution-log",{"log":"line\n","offset":0,"taskId":"t0"}]`,
+		`42["execution-log",{"log":"line\n","offset":5,"taskId":"t1"}]`,
+		`42["execution-log",{"log":"line\n","offset":10,"taskId":"t2"}]`,
 	}, "\x1e")
 	if got := poll(); got != want {
 		t.Fatalf("poll: %q, want %q", got, want)
@@ -251,8 +251,8 @@ func TestQueuedLogChunksAreMerged(t *testing.T) {
 		if i%500 == 250 {
 			chunk = fmt.Sprintf("partial %d", i) // no newline: whatever follows starts a new event
 		}
+		h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "run-1", Log: chunk, Offset: int64(want.Len())})
 		want.WriteString(chunk)
-		h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "run-1", Log: chunk})
 		if i%1000 == 999 { // another run and another event in between are never merged across
 			h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "run-2", Log: "other\n"})
 			h.Emit("acme", EventExecutionUpdated, map[string]any{"taskId": "run-1", "i": i})
@@ -272,6 +272,9 @@ func TestQueuedLogChunksAreMerged(t *testing.T) {
 			}
 			if i := strings.Index(l.Log, "partial"); i >= 0 && strings.Contains(l.Log[i:], "\n") {
 				t.Fatalf("text follows an unterminated chunk in one event: %q", l.Log[i:])
+			}
+			if l.Offset != int64(got.Len()) { // a merged event starts where its first chunk did
+				t.Fatalf("event at offset %d, want %d", l.Offset, got.Len())
 			}
 			got.WriteString(l.Log)
 			events++

@@ -20,7 +20,8 @@ import (
 // Events is where the runner announces what happens; the realtime hub implements it.
 type Events interface {
 	ExecutionUpdated(e *domain.Execution)
-	ExecutionLog(orgID, taskID, chunk string)
+	// ExecutionLog announces chunk (whole lines), which starts offset bytes into the run's log.
+	ExecutionLog(orgID, taskID, chunk string, offset int64)
 }
 
 // Runner claims PENDING executions and carries them out on its Backend, Slots at a time.
@@ -417,11 +418,13 @@ func (r *Runner) streamLogs(ctx context.Context, e *domain.Execution, id string,
 		return
 	}
 	defer rc.Close()
-	seq := 0
+	seq, offset := 0, int64(0)
 	pumpLogs(ctx, rc, mask, func(chunk string) {
 		seq++
-		// The live event goes first: watchers should not wait for the database.
-		r.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk)
+		// The live event goes first: watchers should not wait for the database. Its offset
+		// lets a watcher that joined late see what it missed, and skip what it has.
+		r.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk, offset)
+		offset += int64(len(chunk))
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if err := r.Store.Logs().Append(wctx, e.ID, seq, chunk); err != nil {

@@ -390,6 +390,9 @@ type runData struct {
 	Log       string
 	LogCut    bool
 	LogError  string
+	// LogOffset is how many bytes of the log the page holds: live.js follows the log from
+	// there ("" when the page does not follow it: the log was cut or could not be read).
+	LogOffset string
 	Finished  bool
 }
 
@@ -435,9 +438,49 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	case n > logLimit:
 		d.Log, d.LogCut = strings.ToValidUTF8(string(log.Bytes()[:logLimit]), "\uFFFD"), true
 	default:
-		d.Log = strings.ToValidUTF8(log.String(), "\uFFFD")
+		d.Log, d.LogOffset = strings.ToValidUTF8(log.String(), "\uFFFD"), strconv.FormatInt(n, 10)
 	}
 	s.render(w, r, http.StatusOK, "run", "Run "+e.TaskID, d)
+}
+
+// logChunk is the largest part of a log GET /runs/{taskId}/log answers at once.
+const logChunk = 1 << 20
+
+// runLog answers the bytes of a run's log from byte offset from on (at most logChunk), as
+// text/plain: the run page's script fills in what it missed while it connected. X-Log-Next
+// is the offset after them, X-Log-Complete whether the run has ended and the log is whole.
+func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r)
+	from, err := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	if err != nil || from < 0 {
+		http.Error(w, "from must be a byte offset", http.StatusBadRequest)
+		return
+	}
+	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
+	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) {
+			http.Error(w, de.Message, de.Status)
+			return
+		}
+		s.log.Error("reading a run for its log", "err", err)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if _, err := s.executions.ReadLog(r.Context(), st.p, e, from, logChunk, func(b []byte) error {
+		buf.Write(b)
+		return nil
+	}); err != nil {
+		s.log.Warn("reading a run's log", "task", e.TaskID, "err", err)
+		http.Error(w, "The log could not be read.", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Log-Next", strconv.FormatInt(from+int64(buf.Len()), 10))
+	h.Set("X-Log-Complete", strconv.FormatBool(e.Status.Final() && buf.Len() < logChunk))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // testRank orders a run's tests: failures first, then flaky, passed, skipped.

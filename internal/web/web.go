@@ -193,6 +193,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /logout", s.public(s.csrf(s.logout)))
 	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
+	s.mux.HandleFunc("GET /runs/{taskId}/log", s.signedIn(s.runLog))
 	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.queueRun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.cancelRun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.rerun)))

@@ -54,8 +54,10 @@ func (e execs) Get(_ context.Context, p *identity.Principal, taskID string) (*do
 	return e.run, nil
 }
 
-func (e execs) ReadLog(_ context.Context, _ *identity.Principal, _ *domain.Execution, _, _ int64, fn func([]byte) error) (int64, error) {
-	return int64(len(e.log)), fn([]byte(e.log))
+func (e execs) ReadLog(_ context.Context, _ *identity.Principal, _ *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error) {
+	b := []byte(e.log)[min(from, int64(len(e.log))):]
+	b = b[:min(limit, int64(len(b)))]
+	return int64(len(b)), fn(b)
 }
 
 func (execs) ListProjects(context.Context, *identity.Principal) ([]domain.Project, error) {
@@ -193,5 +195,26 @@ func TestUsageBars(t *testing.T) {
 	}
 	if got[3].Limit != "unlimited" {
 		t.Errorf("unlimited storage shown as %q", got[3].Limit)
+	}
+}
+
+// The run page says how much of the log it holds, and /runs/{taskId}/log answers the rest from
+// there, for the run's organization only.
+func TestRunLogFrom(t *testing.T) {
+	run := &domain.Execution{TaskID: "r-1", OrganizationID: "o1", Status: domain.ExecRunning}
+	s := New(Deps{Identity: ids{}, Executions: execs{run: run, log: "line 1\nline 2\n"}, JWT: tokens{}, CSRFKey: []byte("k"),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if _, body := get(t, s, "/runs/r-1"); !strings.Contains(body, `data-offset="14"`) {
+		t.Fatalf("the run page does not say how much log it holds: %s", body)
+	}
+	res, body := get(t, s, "/runs/r-1/log?from=7")
+	if res.StatusCode != 200 || body != "line 2\n" || res.Header.Get("X-Log-Next") != "14" || res.Header.Get("X-Log-Complete") != "false" ||
+		!strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("log from 7: %d %q %v", res.StatusCode, body, res.Header)
+	}
+	for path, want := range map[string]int{"/runs/r-1/log?from=-1": 400, "/runs/r-1/log": 400, "/runs/other/log?from=0": 404} {
+		if res, _ := get(t, s, path); res.StatusCode != want {
+			t.Errorf("%s: %d, want %d", path, res.StatusCode, want)
+		}
 	}
 }

@@ -41,7 +41,10 @@
     if (run) {
       if (e.taskId !== run.dataset.task) { return; }
       showRun(run, e);
-      if (notice && FINAL.indexOf(e.status) >= 0) { notice.hidden = false; }
+      if (FINAL.indexOf(e.status) >= 0) {
+        if (notice) { notice.hidden = false; }
+        catchUp(); // the run has ended: make sure the page has its whole log
+      }
       return;
     }
     var row = null;
@@ -148,8 +151,67 @@
     });
   }
 
+  // ---- Following the log by byte offsets. The page holds the log's first `have` bytes
+  // (data-offset on #log); each execution-log event says at which byte its text starts, so
+  // text the page has is skipped, and a gap (lines sent before this socket joined, or events
+  // the server dropped) is filled from /runs/{taskId}/log?from=<have>. Without data-offset
+  // (a log cut at its first megabyte) the page does not follow the log.
+  var enc = new TextEncoder(), dec = new TextDecoder();
+  var have = logEl && logEl.dataset.offset ? parseInt(logEl.dataset.offset, 10) : -1;
+  var held = [], fetching = false, stalls = 0;
+
+  // take appends the part of bytes (starting at offset) the page does not have yet; bytes
+  // past a gap wait in held for catchUp.
+  function take(offset, bytes) {
+    if (offset > have) { held.push({ offset: offset, bytes: bytes }); return false; }
+    if (offset + bytes.length > have) {
+      appendLog(dec.decode(bytes.subarray(have - offset)));
+      have = offset + bytes.length;
+    }
+    return true;
+  }
+
+  function replayHeld() {
+    var q = held.sort(function (a, b) { return a.offset - b.offset; });
+    held = [];
+    q.forEach(function (h) { take(h.offset, h.bytes); });
+  }
+
+  function catchUp() {
+    if (have < 0 || fetching) { return; }
+    fetching = true;
+    var from = have, complete = false;
+    fetch('/runs/' + encodeURIComponent(run.dataset.task) + '/log?from=' + from, {
+      credentials: 'same-origin', cache: 'no-store'
+    }).then(function (r) {
+      if (!r.ok) { throw new Error('log: ' + r.status); }
+      complete = r.headers.get('X-Log-Complete') === 'true';
+      return r.arrayBuffer();
+    }).then(function (buf) {
+      fetching = false;
+      var got = new Uint8Array(buf);
+      if (got.length > 0) { take(from, got); }
+      replayHeld();
+      if (held.length === 0) { stalls = 0; return; }
+      // The events run a little ahead of the stored log: ask again shortly. A gap the store
+      // never fills (it failed to store some lines) is given up on after a few seconds.
+      if (got.length === 0 && ++stalls > 20) {
+        have = held[0].offset;
+        replayHeld();
+        stalls = 0;
+        return;
+      }
+      setTimeout(catchUp, got.length > 0 && !complete ? 0 : 250);
+    }, function () {
+      fetching = false;
+      if (held.length) { setTimeout(catchUp, 2000); }
+    });
+  }
+
   function onLog(p) {
-    if (run && logEl && p && p.taskId === run.dataset.task && typeof p.log === 'string') { appendLog(p.log); }
+    if (!run || !logEl || have < 0 || !p || p.taskId !== run.dataset.task || typeof p.log !== 'string') { return; }
+    if (typeof p.offset !== 'number') { appendLog(p.log); return; }
+    if (!take(p.offset, enc.encode(p.log))) { catchUp(); }
   }
 
   // ---- The connection.
@@ -168,7 +230,8 @@
   function connect() {
     /* global io */
     socket = io({ auth: ticket });
-    socket.on('auth-success', function () { retries = 0; });
+    // Joined: fetch what the log gained between the page's rendering and now.
+    socket.on('auth-success', function () { retries = 0; catchUp(); });
     socket.on('auth-error', function () {
       // The server disconnects after auth-error (an expired ticket or session): try again with
       // a fresh ticket a few times; a signed-out session stops it.

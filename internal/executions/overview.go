@@ -146,7 +146,7 @@ func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since tim
 	o := &Overview{Since: since, Days: days, Projects: []ProjectHealth{}, Flaky: []FlakyTest{}, RecentFailures: []RecentFailure{}}
 	byProject := map[string]*ProjectHealth{}
 	durations := map[string][]int64{}
-	flaky := map[testKey]*FlakyTest{}
+	flaky := map[testKey]*testTally{}
 	var order []testKey
 	for i := range runs {
 		r := &runs[i]
@@ -193,22 +193,24 @@ func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since tim
 				continue
 			}
 			k := testKey{r.ProjectID, t.Suite, t.Name}
-			ft := flaky[k]
-			if ft == nil {
-				ft = &FlakyTest{ProjectID: r.ProjectID, Project: nameOf(r.ProjectID), Suite: t.Suite, Name: t.Name}
-				flaky[k] = ft
+			tt := flaky[k]
+			if tt == nil {
+				tt = &testTally{FlakyTest: FlakyTest{ProjectID: r.ProjectID, Project: nameOf(r.ProjectID), Suite: t.Suite, Name: t.Name},
+					last: [4]int{-1, -1, -1, -1}}
+				flaky[k] = tt
 				order = append(order, k)
 			}
+			ft := &tt.FlakyTest
 			switch t.Status {
 			case domain.TestPassed:
-				ft.Passed++
+				tt.count(0, i, &ft.Passed)
 			case domain.TestFailed:
-				ft.Failed++
+				tt.count(1, i, &ft.Failed)
 			case domain.TestFlaky:
-				ft.Flaky++
+				tt.count(2, i, &ft.Flaky)
 			}
 			if t.Retries > 0 {
-				ft.Retried++
+				tt.count(3, i, &ft.Retried)
 			}
 			// Runs come newest first: the first bad sighting is the newest.
 			if ft.LastTaskID == "" && (t.Status == domain.TestFailed || t.Status == domain.TestFlaky || t.Retries > 0) {
@@ -234,7 +236,7 @@ func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since tim
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ProjectID, b.ProjectID))
 	})
 	for _, k := range order {
-		ft := flaky[k]
+		ft := &flaky[k].FlakyTest
 		if (ft.Passed > 0 && ft.Failed > 0) || ft.Flaky > 0 || ft.Retried > 0 {
 			o.Flaky = append(o.Flaky, *ft)
 		}
@@ -246,6 +248,20 @@ func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since tim
 		o.Flaky = o.Flaky[:overviewFlaky]
 	}
 	return o
+}
+
+// testTally counts a test's runs by outcome: a test listed twice in one run (the same name
+// and suite) counts once per outcome.
+type testTally struct {
+	FlakyTest
+	last [4]int // the index of the last run counted in Passed, Failed, Flaky, Retried
+}
+
+func (tt *testTally) count(which, run int, n *int) {
+	if tt.last[which] != run {
+		tt.last[which] = run
+		*n++
+	}
 }
 
 // dayIndex is the day of the window t falls in (t within it).

@@ -94,6 +94,23 @@ type ExecutionRepo interface {
 	ListPending(ctx context.Context, limit int) ([]domain.Execution, error)
 	// ListForImage lists an organization's finished runs of an image, newest first (metrics).
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
+	// Outcomes lists the organization's runs queued at or after since that ended PASSED,
+	// FAILED, UNSTABLE or ERROR (not CANCELLED, not still going), newest queued first, at most
+	// limit (limit <= 0: none), with only what the run-health overview reads.
+	Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]RunOutcome, error)
+}
+
+// RunOutcome is a finished run as the run-health overview reads it: its project, verdict,
+// times and parsed tests; nothing of its variables, reports or analysis.
+type RunOutcome struct {
+	TaskID     string
+	ProjectID  string
+	Status     domain.ExecStatus
+	Error      string
+	QueuedAt   time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	Tests      []domain.TestResult
 }
 
 // LogRepo stores run logs as ordered chunks, each at its byte offset in the log. A run's

@@ -19,7 +19,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "settings", "error", "members", "api-keys"}
+var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "settings", "error", "members", "api-keys", "overview"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{

@@ -108,6 +108,8 @@ type Executions interface {
 	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
 	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	Delete(ctx context.Context, p *identity.Principal, taskID string) error
+	// Overview is the organization's run health (/overview).
+	Overview(ctx context.Context, p *identity.Principal) (*executions.Overview, error)
 }
 
 // TokenVerifier checks a session JWT (the API's bearer token).
@@ -191,6 +193,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /accept-invitation", s.public(s.invitationPage))
 	s.mux.HandleFunc("POST /accept-invitation", s.public(s.csrf(s.acceptInvitation)))
 	s.mux.HandleFunc("POST /logout", s.public(s.csrf(s.logout)))
+	s.mux.HandleFunc("GET /overview", s.signedIn(s.overview))
 	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
 	s.mux.HandleFunc("GET /runs/{taskId}/log", s.signedIn(s.runLog))

@@ -714,3 +714,40 @@ func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image st
 	}
 	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, append(args, limit)...)
 }
+
+// Outcomes reads the organization's finished runs (PASSED, FAILED, UNSTABLE, ERROR) queued at
+// or after since, newest first, at most limit: a range of the (organization_id, queued_at, id)
+// index read backwards, stopped after limit matching rows.
+func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]store.RunOutcome, error) {
+	if limit <= 0 {
+		return []store.RunOutcome{}, nil
+	}
+	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, tests
+		FROM executions
+		WHERE organization_id = ? AND queued_at >= ? AND status IN (?, ?, ?, ?)
+		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), orgID, millis(since),
+		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, limit)
+	if err != nil {
+		return nil, r.s.mapErr(err)
+	}
+	defer rows.Close()
+	out := make([]store.RunOutcome, 0, min(limit, 256))
+	var (
+		queued            int64
+		started, finished sql.NullInt64
+		tests             string
+	)
+	for rows.Next() {
+		var o store.RunOutcome
+		if err := rows.Scan(&o.TaskID, &o.ProjectID, &o.Status, &o.Error, &queued, &started, &finished, &tests); err != nil {
+			return nil, err
+		}
+		if err := decodeJSON(tests, &o.Tests); err != nil {
+			return nil, err
+		}
+		o.QueuedAt, o.StartedAt, o.FinishedAt = fromMillis(queued), timePtr(started), timePtr(finished)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}

@@ -51,3 +51,45 @@ func FuzzPlainSummary(f *testing.F) {
 		}
 	})
 }
+
+// plainTests must decode exactly as encoding/json does, or leave the text to it.
+func FuzzPlainTests(f *testing.F) {
+	written, _ := json.Marshal([]domain.TestResult{{Name: "pays", Suite: "cart", Status: domain.TestFailed, DurationMs: 120,
+		Error: "expected 200, got 500", Retries: 2}, {Name: "opens", Status: domain.TestPassed}, {Name: "é ›", Suite: "a b"}})
+	for _, s := range []string{string(written), `[]`, `null`, `[{}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":0,"retries":0}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":0,"error":"","retries":0}]`,
+		`[{"name":"a\"b","suite":"","status":"passed","durationMs":0,"retries":0}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":-1,"retries":0}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":01,"retries":0}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":99999999999999999999}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0},]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0}] `,
+		"[{\"name\":\"\xff\",\"suite\":\"\",\"status\":\"passed\",\"durationMs\":1,\"retries\":0}]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got, ok := plainTests(text)
+		if !ok {
+			return
+		}
+		var want []domain.TestResult
+		if err := json.Unmarshal([]byte(text), &want); err != nil {
+			t.Fatalf("plainTests(%q) = %+v, but encoding/json refuses it: %v", text, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("plainTests(%q) = %+v, encoding/json %+v", text, got, want)
+		}
+	})
+}
+
+// Tests as json.Marshal writes them take the plain path.
+func TestPlainTestsTakesWrittenTests(t *testing.T) {
+	tests := []domain.TestResult{{Name: "pays", Suite: "cart", Status: domain.TestFailed, DurationMs: 120,
+		Error: "expected 200, got 500", Retries: 2}, {Name: "opens", Status: domain.TestPassed}}
+	j, _ := json.Marshal(tests)
+	got, ok := plainTests(string(j))
+	if !ok || !reflect.DeepEqual(got, tests) {
+		t.Fatalf("plainTests(%s) = %+v, %v", j, got, ok)
+	}
+}

@@ -22,6 +22,7 @@ func RunExecutions(t *testing.T, open Opener) {
 	t.Run("Claim", func(t *testing.T) { testClaim(t, open) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
 	t.Run("Logs", func(t *testing.T) { testLogs(t, open) })
+	t.Run("Outcomes", func(t *testing.T) { testOutcomes(t, open) })
 }
 
 func execID(e domain.Execution) string  { return e.ID }

@@ -1,0 +1,120 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserOverview opens the run-health overview in a real Chromium after a passing and a
+// failing run of the sample suites: the pass rate, the failed test among the recent failures
+// and the flaky tests (the fail suite fails tests the pass suite passes), the chart drawn as
+// SVG with its text alternative; another organization's failing run never shows.
+func TestBrowserOverview(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	c := newChrome(t, h)
+	c.t.Logf("screenshots: %s", c.shot)
+
+	c.open("/signup")
+	c.keyboardFill("signup", [][2]string{{"name", "Grace Hopper"}, {"organizationName", "Overview Co"},
+		{"email", "grace@example.com"}, {"password", password}})
+	c.waitPath("/runs")
+	admin := bearer(c.session())
+	if admin.token == "" {
+		t.Fatal("no session cookie after signup")
+	}
+
+	c.open("/overview")
+	c.wantPage("overview, empty", 200, "No finished runs in the last 30 days")
+	c.check("overview-empty")
+
+	other := h.signup("intruder@example.com", "Other Co")
+	h.queue(bearer(other.token), map[string]any{"image": failImage, "taskId": "other-fail"})
+	h.queue(admin, map[string]any{"image": passImage, "taskId": "overview-pass"})
+	h.queue(admin, map[string]any{"image": failImage, "taskId": "overview-fail"})
+	for _, r := range []struct {
+		a    auth
+		task string
+	}{{admin, "overview-pass"}, {admin, "overview-fail"}, {bearer(other.token), "other-fail"}} {
+		h.waitFor(r.a, r.task, 90*time.Second, final)
+	}
+	failed := h.do("GET", "/api/executions/overview-fail", admin, nil)
+	if failed.str("execution", "status") != "FAILED" {
+		t.Fatalf("the fail suite's run: %s", failed.raw)
+	}
+	var firstFailed string
+	tests, _ := failed.get("execution", "tests").([]any)
+	for _, x := range tests {
+		if m, _ := x.(map[string]any); m["status"] == "failed" {
+			firstFailed, _ = m["name"].(string)
+			break
+		}
+	}
+	if firstFailed == "" {
+		t.Fatalf("the failed run has no failed test: %s", failed.raw)
+	}
+
+	// The navigation lists the overview first.
+	c.open("/runs")
+	if first := eval[string](c, `document.querySelector('nav[aria-label="Main"] ul a').getAttribute('href')`); first != "/overview" {
+		t.Fatalf("the first navigation entry is %q", first)
+	}
+
+	c.open("/overview")
+	c.wantPage("overview", 200, "Recent failures")
+	if rate := c.text(`#health tbody tr:first-child [data-field="pass-rate"]`); !strings.HasPrefix(rate, "50%") ||
+		!strings.Contains(rate, "1 of 2") {
+		t.Fatalf("pass rate %q, want 50%% (1 of 2)", rate)
+	}
+	if row := c.text(`#health tbody tr:first-child th`); row != "No project" {
+		t.Fatalf("the project row is %q, want No project", row)
+	}
+	failures := c.text("#failures tbody")
+	if !strings.Contains(failures, "overview-fail") || !strings.Contains(failures, firstFailed) || strings.Contains(failures, "overview-pass") {
+		t.Fatalf("recent failures: %q, want overview-fail with %q", failures, firstFailed)
+	}
+	// Flaky: the tests that failed in one run and passed in the other.
+	passedTests := map[string]bool{}
+	passTests, _ := h.do("GET", "/api/executions/overview-pass", admin, nil).get("execution", "tests").([]any)
+	for _, x := range passTests {
+		if m, _ := x.(map[string]any); m["status"] == "passed" {
+			passedTests[m["suite"].(string)+"\x00"+m["name"].(string)] = true
+		}
+	}
+	var flipped []string
+	for _, x := range tests {
+		if m, _ := x.(map[string]any); m["status"] == "failed" && passedTests[m["suite"].(string)+"\x00"+m["name"].(string)] {
+			flipped = append(flipped, m["name"].(string))
+		}
+	}
+	if len(flipped) == 0 {
+		t.Fatalf("no test both passed and failed: %v; %s", passedTests, failed.raw)
+	}
+	flaky := c.text("#flaky tbody")
+	for _, name := range flipped {
+		if !strings.Contains(flaky, name) {
+			t.Fatalf("flaky tests: %q, want %q", flaky, name)
+		}
+	}
+	if rows := eval[int](c, `document.querySelectorAll('#flaky tbody tr').length`); rows != len(flipped) ||
+		strings.Count(flaky, "overview-fail") != len(flipped) {
+		t.Fatalf("flaky tests: %q, want %d, each last failing in overview-fail", flaky, len(flipped))
+	}
+	if main := c.text("main"); strings.Contains(main, "other-fail") {
+		t.Fatal("another organization's run shows on the overview")
+	}
+	chart := eval[map[string]any](c, `(s => ({role: s.getAttribute('role'), title: s.querySelector('title').textContent,
+  bars: s.querySelectorAll('rect.chart-bar').length, dots: s.querySelectorAll('circle.chart-dot').length}))(document.querySelector('svg.chart-svg'))`)
+	if chart["role"] != "img" || !strings.Contains(chart["title"].(string), "No project") || chart["bars"] == float64(0) || chart["bars"] != chart["dots"] {
+		t.Fatalf("chart: %+v", chart)
+	}
+	// The chart's figures are in a table too, behind a disclosure (one day, unless the two runs
+	// straddled midnight UTC).
+	c.run(chromedp.Click(chromedp.CSS(`figure.chart summary`)))
+	if daily := c.text("figure.chart table.daily tbody"); chart["bars"] == float64(1) && !strings.Contains(daily, "50%") {
+		t.Fatalf("daily figures: %q", daily)
+	}
+	c.check("overview")
+}

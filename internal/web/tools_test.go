@@ -43,6 +43,7 @@ type fakeCases struct {
 	TestCases
 	created []testcases.Input
 	imports [][]byte
+	updated []testcases.Input
 	deleted []string
 }
 
@@ -70,6 +71,20 @@ func (f *fakeCases) Get(_ context.Context, _ *identity.Principal, id string) (*d
 		return nil, domain.NotFound("Test case not found", "No such test case")
 	}
 	return &domain.TestCase{ID: "c1", ProjectID: "p1", Title: "Pay", Steps: []domain.TestStep{{Action: "Open", Expected: "Shown"}}}, nil
+}
+
+func (f *fakeCases) Update(_ context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error) {
+	if !p.CanWrite() {
+		return nil, errViewer
+	}
+	if id != "c1" {
+		return nil, domain.NotFound("Test case not found", "No such test case")
+	}
+	if strings.TrimSpace(*in.Title) == "" {
+		return nil, domain.BadRequest("Missing required fields", "title is required")
+	}
+	f.updated = append(f.updated, in)
+	return &domain.TestCase{ID: id, ProjectID: "p1", Title: *in.Title}, nil
 }
 
 func (f *fakeCases) Delete(_ context.Context, p *identity.Principal, id string) error {
@@ -243,6 +258,31 @@ func TestTestCasesPages(t *testing.T) {
 	if !strings.Contains(body, "Missing required fields") || !strings.Contains(body, `value="Kept &lt;suite&gt;"`) {
 		t.Fatalf("a refused form is not shown again with its error: %s", body)
 	}
+	// A test case's page: its form, filled in, for writers; its facts for viewers.
+	if res, body := get(t, dev, "/test-cases/c1"); res.StatusCode != 200 || !strings.Contains(body, "Open | Shown</textarea>") ||
+		!strings.Contains(body, `action="/test-cases/c1/delete"`) {
+		t.Fatalf("a test case's page: %d %s", res.StatusCode, body)
+	}
+	if _, body := get(t, viewer, "/test-cases/c1"); strings.Contains(body, "case-form") || strings.Contains(body, "/delete") {
+		t.Fatalf("a viewer's test case page: %s", body)
+	}
+	edit := url.Values{"title": {"Pay again"}, "steps": {"Open | Shown"}}
+	res, body = post(t, dev, "/test-cases/c1", edit, false)
+	wantStatus(t, "edit without a token", res, body, 403, "")
+	res, body = post(t, viewer, "/test-cases/c1", edit, true)
+	wantStatus(t, "a viewer edits", res, body, 403, "")
+	res, body = post(t, dev, "/test-cases/c1", edit, true)
+	wantStatus(t, "edit", res, body, 303, "/test-cases/c1")
+	if u := dt.cases.updated; len(u) != 1 || *u[0].Title != "Pay again" || u[0].ProjectID != "" {
+		t.Fatalf("update input: %+v", u)
+	}
+	res, body = post(t, dev, "/test-cases/c1", url.Values{"title": {""}, "suite": {"S<1>"}}, true)
+	wantStatus(t, "a refused edit", res, body, 400, "")
+	if !strings.Contains(body, "title is required") || !strings.Contains(body, `value="S&lt;1&gt;"`) {
+		t.Fatalf("a refused edit: %s", body)
+	}
+	res, body = post(t, viewer, "/test-cases/c1/delete", url.Values{}, true)
+	wantStatus(t, "a viewer deletes", res, body, 403, "")
 	res, body = post(t, dev, "/test-cases/c1/delete", url.Values{}, true)
 	wantStatus(t, "delete", res, body, 303, "/test-cases?project=p1")
 

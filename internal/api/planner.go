@@ -119,6 +119,18 @@ func (s *Server) openPlan(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"data": planView(p)})
 }
 
+func (s *Server) deletePlan(w http.ResponseWriter, r *http.Request) {
+	if s.planner == nil {
+		writeDomainError(w, errPlannerOff)
+		return
+	}
+	if err := s.planner.Delete(r.Context(), principalFrom(r), r.PathValue("planId")); err != nil {
+		s.fail(w, r, err, "Failed to delete the plan")
+		return
+	}
+	ok(w, obj{"message": "Plan deleted"})
+}
+
 func (s *Server) planFilterOptions(w http.ResponseWriter, r *http.Request) {
 	if s.planner == nil {
 		writeDomainError(w, errPlannerOff)

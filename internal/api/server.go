@@ -210,6 +210,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/ai/automation-planner/generate", routeOpts{access: bearer, limit: "strict"}, s.generatePlan)
 	s.handle("GET /api/ai/automation-planner/history", routeOpts{access: bearer, limit: "api"}, s.planHistory)
 	s.handle("GET /api/ai/automation-planner/history/{planId}", routeOpts{access: bearer, limit: "api"}, s.openPlan)
+	s.handle("DELETE /api/ai/automation-planner/history/{planId}", routeOpts{access: bearer, limit: "api"}, s.deletePlan)
 	s.handle("GET /api/ai/automation-planner/filter-options", routeOpts{access: bearer, limit: "api"}, s.planFilterOptions)
 
 	execs := routeOpts{access: bearerOrKey, limit: "executions"}

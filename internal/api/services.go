@@ -134,5 +134,6 @@ type Planner interface {
 	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
 	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
 	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
+	Delete(ctx context.Context, p *identity.Principal, planID string) error
 	FilterOptions(ctx context.Context, p *identity.Principal, projectID string) (*store.TestCaseOptions, error)
 }

@@ -277,7 +277,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	pages := web.New(web.Deps{Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock})
+		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock,
+		TestCases: cases, Planner: plans, Trackers: trackers})
 	a.API = api.New(api.Deps{
 		Identity:      ids,
 		Executions:    execs,

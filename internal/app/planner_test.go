@@ -134,5 +134,13 @@ func TestAutomationPlannerEndToEnd(t *testing.T) {
 		if r := h.do("GET", "/api/ai/automation-planner/history", bearer(other.token), nil); len(r.get("data", "plans").([]any)) != 0 {
 			t.Fatalf("another organization's history: %s", r.raw)
 		}
+
+		// Deleting a saved plan: admins and developers of its organization only.
+		del := "/api/ai/automation-planner/history/" + planID
+		expect(t, h.do("DELETE", del, bearer(viewer.token), nil), 403, "Forbidden")
+		expect(t, h.do("DELETE", del, bearer(other.token), nil), 404, "Plan not found")
+		expect(t, h.do("DELETE", del, bearer(a.token), nil), 200, "")
+		expect(t, h.do("GET", del, bearer(viewer.token), nil), 404, "Plan not found")
+		expect(t, h.do("DELETE", del, bearer(a.token), nil), 404, "Plan not found")
 	})
 }

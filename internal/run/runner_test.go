@@ -169,7 +169,7 @@ func appArchive(files map[string]string, p string) (io.ReadCloser, error) {
 
 type noEvents struct{}
 
-func (noEvents) ExecutionUpdated(*domain.Execution)  {}
+func (noEvents) ExecutionUpdated(*domain.Execution)         {}
 func (noEvents) ExecutionLog(string, string, string, int64) {}
 
 // runnerFixture is a Runner on fakeBackend with a SQLite store and a report store.

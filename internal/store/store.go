@@ -187,6 +187,8 @@ type PlanRepo interface {
 	// List returns the organization's newest plans (of projectID when not empty), at most
 	// limit, without their Markdown.
 	List(ctx context.Context, orgID, projectID string, limit int) ([]domain.AutomationPlan, error)
+	// Delete removes the organization's plan; ErrNotFound when it has no such plan.
+	Delete(ctx context.Context, orgID, id string) error
 }
 
 // IntegrationRepo stores organizations' integrations with outside services (one per

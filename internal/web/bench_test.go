@@ -46,7 +46,7 @@ func (noLockout) Succeed(context.Context, string) error { return nil }
 
 type noEvents struct{}
 
-func (noEvents) ExecutionUpdated(*domain.Execution)       {}
+func (noEvents) ExecutionUpdated(*domain.Execution)         {}
 func (noEvents) ExecutionLog(string, string, string, int64) {}
 
 // benchRuns is how many runs the benchmark's organization has: spread evenly over the last

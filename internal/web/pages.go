@@ -19,7 +19,8 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "settings", "error", "members", "api-keys", "overview"}
+var pageNames = []string{"login", "signup", "invitation", "runs", "run", "projects", "project", "billing", "settings", "error", "members", "api-keys",
+	"overview", "test-cases", "test-case", "planner", "plan", "integrations"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
@@ -29,12 +30,18 @@ func parsePages() map[string]*template.Template {
 		"lower":    func(s domain.ExecStatus) string { return strings.ToLower(string(s)) },
 		"percent":  func(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" },
 		"log":      renderLog,
+		"caseFields": func(c caseForm, p []domain.Priority) caseFieldsData {
+			return caseFieldsData{Case: c, Priorities: p}
+		},
 	}
 	out := map[string]*template.Template{}
 	for _, name := range pageNames {
 		files := []string{"templates/layout.html", "templates/" + name + ".html"}
 		if name == "project" || name == "projects" {
 			files = append(files, "templates/project-fields.html")
+		}
+		if name == "test-cases" || name == "test-case" {
+			files = append(files, "templates/case-fields.html")
 		}
 		out[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...))
 	}
@@ -394,6 +401,8 @@ type runData struct {
 	// there ("" when the page does not follow it: the log was cut or could not be read).
 	LogOffset string
 	Finished  bool
+	// TicketButtons are the trackers a finished run may be filed in.
+	TicketButtons []ticketButton
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -409,6 +418,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := runData{Run: e, Finished: e.Status.Final()}
+	if d.Finished {
+		d.TicketButtons = s.runTickets(r)
+	}
 	if e.StartedAt != nil {
 		d.Duration = formatDuration(e.DurationMs(s.clock()))
 	}

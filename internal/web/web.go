@@ -25,12 +25,15 @@ import (
 	"strings"
 
 	"verdict/internal/ai/analyst"
+	"verdict/internal/ai/planning"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
+	"verdict/internal/integrations"
 	"verdict/internal/store"
+	"verdict/internal/testcases"
 )
 
 //go:embed templates/*.html
@@ -112,6 +115,45 @@ type Executions interface {
 	Overview(ctx context.Context, p *identity.Principal) (*executions.Overview, error)
 }
 
+// TestCases is the manual test cases service (/test-cases): a project's test cases and their
+// CSV import.
+type TestCases interface {
+	Create(ctx context.Context, p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
+	Get(ctx context.Context, p *identity.Principal, id string) (*domain.TestCase, error)
+	List(ctx context.Context, p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
+	Update(ctx context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error)
+	Delete(ctx context.Context, p *identity.Principal, id string) error
+	Import(ctx context.Context, p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
+}
+
+// Planner is the automation planner's service (/planner): plans generated, saved, listed,
+// opened and deleted.
+type Planner interface {
+	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
+	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
+	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
+	Delete(ctx context.Context, p *identity.Principal, planID string) error
+}
+
+// Trackers is the tracker integrations' service (/settings/integrations, and the ticket
+// buttons of a run's page).
+type Trackers interface {
+	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
+	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
+	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
+	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
+	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
+	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+}
+
+// The real services satisfy the interfaces.
+var (
+	_ TestCases = (*testcases.Service)(nil)
+	_ Planner   = (*planning.Service)(nil)
+	_ Trackers  = (*integrations.Service)(nil)
+)
+
 // TokenVerifier checks a session JWT (the API's bearer token).
 type TokenVerifier interface {
 	Verify(token string) (auth.Claims, error)
@@ -127,6 +169,12 @@ type Deps struct {
 	Billing Billing
 	// Analyst serves the model settings on /settings; nil: not shown.
 	Analyst Analyst
+	// TestCases serves /test-cases and the planner's choice of cases; nil: not available.
+	TestCases TestCases
+	// Planner serves /planner; nil: not available.
+	Planner Planner
+	// Trackers serves /settings/integrations and a run's ticket buttons; nil: not available.
+	Trackers Trackers
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -149,6 +197,9 @@ type Server struct {
 	executions Executions
 	billing    Billing
 	analyst    Analyst
+	testCases  TestCases
+	planner    Planner
+	trackers   Trackers
 	jwt        TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -175,6 +226,7 @@ func New(d Deps) *Server {
 	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
 		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
+	s.testCases, s.planner, s.trackers = d.TestCases, d.Planner, d.Trackers
 	s.routes()
 	return s
 }
@@ -215,6 +267,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.setDefaultModel)))
 	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.saveOwnKey)))
 	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.removeOwnKey)))
+	s.toolRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 	})

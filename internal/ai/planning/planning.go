@@ -75,6 +75,7 @@ var (
 	errCaseNotFound    = domain.NotFound("Test case not found", "A selected test case is not one of this project's in your organization")
 	errPlanNotFound    = domain.NotFound("Plan not found", "No such plan in your organization")
 	errReadOnly        = domain.Forbidden("Forbidden", "Viewers cannot generate automation plans")
+	errCannotDelete    = domain.Forbidden("Forbidden", "Viewers cannot delete automation plans")
 )
 
 func validation(msg string) *domain.Error { return domain.BadRequest("Validation error", msg) }
@@ -301,6 +302,22 @@ func (s *Service) Open(ctx context.Context, p *identity.Principal, planID string
 		return nil, errPlanNotFound
 	}
 	return plan, err
+}
+
+// Delete removes a saved plan of the organization (admins and developers).
+func (s *Service) Delete(ctx context.Context, p *identity.Principal, planID string) error {
+	if !p.CanWrite() {
+		return errCannotDelete
+	}
+	if err := s.enabled(ctx, p, ""); err != nil {
+		return err
+	}
+	if err := s.store.Plans().Delete(ctx, p.OrgID, planID); errors.Is(err, store.ErrNotFound) {
+		return errPlanNotFound
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // FilterOptions lists the project's suites and tags (every role).

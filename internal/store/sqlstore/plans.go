@@ -61,3 +61,7 @@ func (r planRepo) List(ctx context.Context, orgID, projectID string, limit int) 
 	return list(ctx, r.s, scanPlan, `SELECT `+planListColumns+` FROM automation_plans
 		WHERE organization_id = ? AND project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, orgID, projectID, limit)
 }
+
+func (r planRepo) Delete(ctx context.Context, orgID, id string) error {
+	return r.s.execOne(ctx, `DELETE FROM automation_plans WHERE organization_id = ? AND id = ?`, orgID, id)
+}

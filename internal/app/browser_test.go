@@ -487,6 +487,26 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	c.check("run-failed")
 
+	// Its failure is analysed on request, then triaged by a person.
+	c.submit(`form[action="/runs/browser-fail/analysis"]`)
+	c.wantPage("analysis requested", 200, "Analysis requested")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.text("#analysis + dl"), "Category") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no analysis on the failed run's page: %s", c.text("main"))
+		}
+		time.Sleep(300 * time.Millisecond)
+		c.open("/runs/browser-fail")
+	}
+	c.fill(map[string]string{"triage-category": "product_bug"})
+	c.submit(`form[action="/runs/browser-fail/triage"]`)
+	c.wantPage("triaged", 200, "Triaged as product_bug")
+	if got := c.text("#analysis + dl"); !strings.Contains(got, "(triaged as product_bug)") {
+		t.Fatalf("the analysis after triage: %s", got)
+	}
+	c.check("run-analysed")
+
+
 	// A run's page follows it live: opened while it runs, it shows the log lines as the
 	// container writes them and the final status, without a reload. The socket library is
 	// held back for a while, so lines are written between the page's rendering and its
@@ -511,7 +531,7 @@ func TestBrowserDashboard(t *testing.T) {
 	c.open("/runs/browser-live")
 	c.run(chromedp.Evaluate[chromedp.Void](`window.__notReloaded = true`))
 	rendered := strings.Count(c.text("#log"), "\n")
-	deadline := time.Now().Add(90 * time.Second)
+	deadline = time.Now().Add(90 * time.Second)
 	for {
 		state := eval[map[string]any](c, `({log: (document.getElementById('log') || {innerText: ''}).innerText,
   status: (document.querySelector('[data-field="status"]') || {innerText: ''}).innerText, same: window.__notReloaded === true})`)

@@ -401,6 +401,8 @@ type runData struct {
 	// there ("" when the page does not follow it: the log was cut or could not be read).
 	LogOffset string
 	Finished  bool
+	// Analysis is what the page offers for the failure analysis (nil: nothing).
+	AnalysisActions *analysisActions
 	// TicketButtons are the trackers a finished run may be filed in.
 	TicketButtons []ticketButton
 }
@@ -417,7 +419,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := runData{Run: e, Finished: e.Status.Final()}
+	d := runData{Run: e, Finished: e.Status.Final(), AnalysisActions: s.analysisActionsFor(e, st.p.CanWrite())}
 	if d.Finished {
 		d.TicketButtons = s.runTickets(r)
 	}

@@ -95,6 +95,8 @@ type Billing interface {
 // Analyst is the failure analyst's model settings (the organization's default model and own
 // provider keys).
 type Analyst interface {
+	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
+	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
 	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
 	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
 }
@@ -253,6 +255,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.cancelRun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.rerun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/delete", s.signedIn(s.csrf(s.deleteRun)))
+	s.mux.HandleFunc("POST /runs/{taskId}/analysis", s.signedIn(s.csrf(s.reanalyse)))
+	s.mux.HandleFunc("POST /runs/{taskId}/triage", s.signedIn(s.csrf(s.triage)))
 	s.mux.HandleFunc("GET /projects", s.signedIn(s.projects))
 	s.mux.HandleFunc("POST /projects", s.signedIn(s.csrf(s.createProject)))
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))

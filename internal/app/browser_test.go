@@ -432,6 +432,20 @@ func TestBrowserDashboard(t *testing.T) {
 	c.wantPage("project created", 200, "Project Web shop created.")
 	c.open("/runs")
 	c.fill(map[string]string{"q-project": project, "q-variables": "STAGE=browser"})
+	// The folder field suggests the project image's test folders.
+	c.run(chromedp.Click(chromedp.CSS(`button[hx-get="/runs/folders"]`)))
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.text("#q-folder-note"), "folders in "+passImage) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no folders listed: %q", c.text("#q-folder-note"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if opts := eval[[]string](c, `[...document.querySelectorAll('#q-folder-list option')].map(o => o.value)`); len(opts) == 0 {
+		t.Fatal("the folder list has no options")
+	} else {
+		t.Logf("folders of %s: %v", passImage, opts)
+	}
 	c.submit("details.queue form")
 	taskID := strings.TrimPrefix(c.waitPathPrefix("/runs/"), "/runs/")
 	c.wantPage("run queued", 200, "Run "+taskID+" queued.")
@@ -490,8 +504,8 @@ func TestBrowserDashboard(t *testing.T) {
 	// Its failure is analysed on request, then triaged by a person.
 	c.submit(`form[action="/runs/browser-fail/analysis"]`)
 	c.wantPage("analysis requested", 200, "Analysis requested")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(c.text("#analysis + dl"), "Category") {
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.Contains(eval[string](c, `(d => d ? d.innerText : '')(document.querySelector('#analysis + dl'))`), "Category") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no analysis on the failed run's page: %s", c.text("main"))
 		}

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -144,3 +146,40 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	}
 	s.done(w, r, "/runs", "Run "+id+" deleted.")
 }
+
+// folders answers the queue form's folder suggestions for the chosen project or image: the
+// folders under the image's /app/tests as <option>s of the form's <datalist>, and what was
+// found (or why nothing was) in the form's status line, swapped out of band.
+func (s *Server) folders(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ts, err := s.executions.TestsStructure(r.Context(), stateOf(r).p, strings.TrimSpace(q.Get("image")), q.Get("project"))
+	note := ""
+	switch {
+	case err != nil:
+		var de *domain.Error
+		if !errors.As(err, &de) {
+			s.log.Error("listing an image's test folders", "err", err)
+			note = "The folders could not be listed."
+		} else {
+			note = de.Code + ": " + de.Message
+		}
+	case len(ts.Folders) == 0:
+		note = cmp.Or(ts.Note, "No test folders found") + "; runs use the whole suite."
+	default:
+		note = strconv.Itoa(len(ts.Folders)) + " folders in " + ts.Image + ": pick one in the Folder field."
+	}
+	var folders []string
+	if ts != nil {
+		folders = ts.Folders
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := folderOptions.Execute(w, struct {
+		Folders []string
+		Note    string
+	}{folders, note}); err != nil {
+		s.log.Error("rendering folder options", "err", err)
+	}
+}
+
+var folderOptions = template.Must(template.New("folders").Parse(
+	`{{range .Folders}}<option value="{{.}}"></option>{{end}}<span id="q-folder-note" role="status" hx-swap-oob="true">{{.Note}}</span>`))

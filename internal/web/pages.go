@@ -67,6 +67,11 @@ type page struct {
 // render writes a page; a template failure is logged and answers a plain 500.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	st := stateOf(r)
+	if st.flash == nil && st.p != nil {
+		// Taken here, by the page that shows it, not by whatever signed-in request comes
+		// first: a script's fetch of the page before would otherwise swallow it.
+		st.flash = takeFlash(w, r, s.secure)
+	}
 	var buf bytes.Buffer
 	err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, User: st.user, Org: st.org,
 		CSRF: st.csrf, Nav: name, CanWrite: st.p != nil && st.p.CanWrite(), Flash: st.flash,

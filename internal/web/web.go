@@ -111,6 +111,7 @@ type Executions interface {
 	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
 	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
 	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
+	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
 	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	Delete(ctx context.Context, p *identity.Principal, taskID string) error
 	// Overview is the organization's run health (/overview).
@@ -252,6 +253,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
 	s.mux.HandleFunc("GET /runs/{taskId}/log", s.signedIn(s.runLog))
 	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.queueRun)))
+	s.mux.HandleFunc("GET /runs/folders", s.signedIn(s.folders))
 	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.cancelRun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.rerun)))
 	s.mux.HandleFunc("POST /runs/{taskId}/delete", s.signedIn(s.csrf(s.deleteRun)))
@@ -355,7 +357,7 @@ func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
 			redirect(w, r, "/login")
 			return
 		}
-		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token), flash: takeFlash(w, r, s.secure)}
+		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token)}
 		if _, org, _, err := s.identity.Me(r.Context(), p); err == nil {
 			st.org = org
 		}

@@ -212,6 +212,23 @@ func TestRunLogFrom(t *testing.T) {
 		!strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("log from 7: %d %q %v", res.StatusCode, body, res.Header)
 	}
+	// A script's fetch does not take the flash meant for the page it leads to.
+	req := httptest.NewRequest("GET", "/runs/r-1/log?from=0", nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: "good"})
+	req.AddCookie(&http.Cookie{Name: flashCookie, Value: "b2s6UmVhZHk"}) // "ok:Ready"
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != 200 || w.Header().Get("Set-Cookie") != "" {
+		t.Fatalf("the log fetch: %d, Set-Cookie %q", w.Code, w.Header().Get("Set-Cookie"))
+	}
+	req = httptest.NewRequest("GET", "/runs/r-1", nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: "good"})
+	req.AddCookie(&http.Cookie{Name: flashCookie, Value: "b2s6UmVhZHk"})
+	w = httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if !strings.Contains(w.Body.String(), "Ready") || !strings.Contains(w.Header().Get("Set-Cookie"), flashCookie+"=;") {
+		t.Fatalf("the page did not show and clear the flash: %q", w.Header().Get("Set-Cookie"))
+	}
 	for path, want := range map[string]int{"/runs/r-1/log?from=-1": 400, "/runs/r-1/log": 400, "/runs/other/log?from=0": 404} {
 		if res, _ := get(t, s, path); res.StatusCode != want {
 			t.Errorf("%s: %d, want %d", path, res.StatusCode, want)

@@ -520,7 +520,6 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	c.check("run-analysed")
 
-
 	// A run's page follows it live: opened while it runs, it shows the log lines as the
 	// container writes them and the final status, without a reload. The socket library is
 	// held back for a while, so lines are written between the page's rendering and its

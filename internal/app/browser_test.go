@@ -482,8 +482,30 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Fatalf("the report: %d %q", st, body)
 	}
 
-	// A failing run lists its failed tests first, each with its message.
+	// The runs page shows a run queued elsewhere (here by the API) as it is queued, and its
+	// status as it changes, without a reload.
+	c.open("/runs")
+	c.run(chromedp.Evaluate[chromedp.Void](`window.__notReloaded = true`), chromedp.WaitReady(chromedp.CSS(`body[data-live="connected"]`)))
 	h.queue(admin, map[string]any{"image": failImage, "taskId": "browser-fail"})
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		row := eval[map[string]any](c, `(r => ({row: r ? r.innerText : '', same: window.__notReloaded === true}))(document.querySelector('tr[data-task="browser-fail"]'))`)
+		if row["same"] != true {
+			t.Fatal("the runs page reloaded itself")
+		}
+		if text, _ := row["row"].(string); strings.Contains(text, "FAILED") && strings.Contains(text, failImage) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new run's row never showed FAILED live: %+v", row)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if first := eval[string](c, `document.querySelector('#runs tbody tr').dataset.task`); first != "browser-fail" {
+		t.Fatalf("the new run is not the first row: %q", first)
+	}
+
+	// A failing run lists its failed tests first, each with its message.
 	c.waitRunStatus("browser-fail", "FAILED")
 	c.open("/runs/browser-fail")
 	c.wantPage("failed run page", 200, "FAILED")

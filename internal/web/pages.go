@@ -26,6 +26,7 @@ func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"duration": formatDuration,
 		"time":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 		"bytes":    formatBytes,
 		"lower":    func(s domain.ExecStatus) string { return strings.ToLower(string(s)) },
 		"percent":  func(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" },
@@ -312,6 +313,7 @@ type runsData struct {
 	ProjectListFailed    bool
 	StatusInvalid        bool
 	StatusInvalidMessage string
+	PageSize             int
 }
 
 var allStatuses = []domain.ExecStatus{domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing, domain.ExecPassed,
@@ -320,7 +322,7 @@ var allStatuses = []domain.ExecStatus{domain.ExecPending, domain.ExecRunning, do
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r)
 	q := r.URL.Query()
-	d := runsData{Statuses: allStatuses, Environments: domain.Environments, Status: q.Get("status"), Project: q.Get("project"), Page: 1}
+	d := runsData{Statuses: allStatuses, Environments: domain.Environments, Status: q.Get("status"), Project: q.Get("project"), Page: 1, PageSize: runsPageSize}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
 		d.Page = n
 	}

@@ -53,7 +53,65 @@
         return tr.dataset.task === e.taskId;
       });
     }
-    if (row) { showRun(row, e); } else if (e.status === 'PENDING' && notice) { notice.hidden = false; }
+    if (row) { showRun(row, e); } else if (newer(e) && !addRow(e) && notice) { notice.hidden = false; }
+  }
+
+  // ---- New runs on the first page of the unfiltered list are added at its top, built as the
+  // server builds a row (text only); on any other page, or for a project this page does not
+  // know yet, a notice offers a reload.
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
+  function when(iso) {
+    var d = new Date(iso);
+    return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' +
+      pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ' UTC';
+  }
+  function muted(el, text) {
+    var s = document.createElement('span');
+    s.className = 'muted';
+    s.textContent = text;
+    el.appendChild(s);
+  }
+  // newer: e was queued no earlier than the newest run listed (an update of an older run that
+  // is on another page is not news). The first event of a run may have been sent before this
+  // socket joined, so any status counts.
+  function newer(e) {
+    var first = table && table.tBodies[0] && table.tBodies[0].rows[0];
+    return !first || !first.dataset.queued || Date.parse(e.queuedAt) >= Date.parse(first.dataset.queued);
+  }
+  function addRow(e) {
+    if (!table || table.dataset.live !== 'insert' || !table.tBodies[0]) { return false; }
+    var project = null;
+    if (e.projectId) {
+      project = Array.prototype.find.call(document.querySelectorAll('#project option'), function (o) {
+        return o.value === e.projectId;
+      });
+      if (!project) { return false; }
+    }
+    var tr = document.createElement('tr');
+    tr.dataset.task = e.taskId;
+    tr.dataset.queued = e.queuedAt;
+    function cell() { var td = document.createElement('td'); tr.appendChild(td); return td; }
+    var link = document.createElement('a');
+    link.href = '/runs/' + encodeURIComponent(e.taskId);
+    link.textContent = e.taskId;
+    cell().appendChild(link);
+    var status = document.createElement('span');
+    status.dataset.field = 'status';
+    cell().appendChild(status);
+    if (project) { cell().textContent = project.textContent; } else { muted(cell(), 'none'); }
+    var image = cell();
+    image.className = 'mono';
+    image.textContent = e.image;
+    var d = cell();
+    d.dataset.field = 'duration';
+    muted(d, 'not started');
+    cell().textContent = e.viaApiKey ? 'API key' : 'user';
+    cell().textContent = when(e.queuedAt);
+    showRun(tr, e);
+    var body = table.tBodies[0];
+    body.insertBefore(tr, body.firstChild);
+    if (body.rows.length > Number(table.dataset.pageSize)) { body.deleteRow(-1); }
+    return true;
   }
 
   // ---- The log: ANSI SGR codes as spans with classes, as renderLog in internal/web/ansi.go.
@@ -231,7 +289,11 @@
     /* global io */
     socket = io({ auth: ticket });
     // Joined: fetch what the log gained between the page's rendering and now.
-    socket.on('auth-success', function () { retries = 0; catchUp(); });
+    socket.on('auth-success', function () {
+      retries = 0;
+      document.body.dataset.live = 'connected'; // for whoever waits on it (the browser tests)
+      catchUp();
+    });
     socket.on('auth-error', function () {
       // The server disconnects after auth-error (an expired ticket or session): try again with
       // a fresh ticket a few times; a signed-out session stops it.

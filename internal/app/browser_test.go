@@ -594,6 +594,36 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The log's filter keeps the lines that hold the text.
+	c.run(chromedp.SendKeys(chromedp.ID("log-search"), "line 7 of"))
+	if shown := eval[[]string](c, `[...document.querySelectorAll('#log .ln:not(.filtered)')].map(l => l.textContent)`); len(shown) != 1 || shown[0] != "line 7 of 20\n" {
+		t.Fatalf("the log filtered for %q shows %q", "line 7 of", shown)
+	}
+	// Re-run, cancel and delete from the run pages.
+	c.submit(`form[action="/runs/browser-live/rerun"]`)
+	again := strings.TrimPrefix(c.waitPathPrefix("/runs/"), "/runs/")
+	c.wantPage("re-run", 200, "queued again from browser-live")
+	if again == "browser-live" {
+		t.Fatal("re-run stayed on the old run")
+	}
+	c.submit(`form[action="/runs/` + again + `/cancel"]`)
+	// The re-run lasts two seconds: on a loaded machine it may end before the cancel arrives,
+	// which the page then says.
+	if main := c.text("main"); strings.Contains(main, "Cancellation requested.") {
+		c.waitRunStatus(again, "CANCELLED")
+	} else if !strings.Contains(main, "The execution has already ended") {
+		t.Fatalf("cancel: %s", main)
+	}
+	c.open("/runs/" + again)
+	c.run(chromedp.Click(chromedp.CSS(`details.confirm summary`)))
+	c.submit(`form[action="/runs/` + again + `/delete"]`)
+	c.waitPath("/runs")
+	c.wantPage("deleted", 200, "Run "+again+" deleted.")
+	if r := h.do("GET", "/api/executions/"+again, admin, nil); r.status != 404 {
+		t.Fatalf("the deleted run: %d", r.status)
+	}
+
+
 	c.open("/settings/billing")
 	c.wantPage("billing", 200, "Test runs")
 	c.check("billing")

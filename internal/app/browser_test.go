@@ -623,7 +623,6 @@ func TestBrowserDashboard(t *testing.T) {
 		t.Fatalf("the deleted run: %d", r.status)
 	}
 
-
 	c.open("/settings/billing")
 	c.wantPage("billing", 200, "Test runs")
 	c.check("billing")

@@ -407,7 +407,7 @@ func TestIntegrationsPage(t *testing.T) {
 		t.Fatalf("save input: %+v", s)
 	}
 	res, body = get(t, admin, "/settings/integrations")
-	if !strings.Contains(body, "<dt>API key</dt><dd>set</dd>") || strings.Contains(body, "SECRET") || !strings.Contains(body, "Disconnect Linear") {
+	if res.StatusCode != 200 || !strings.Contains(body, "<dt>API key</dt><dd>set</dd>") || strings.Contains(body, "SECRET") || !strings.Contains(body, "Disconnect Linear") {
 		t.Fatalf("configured page: %s", body)
 	}
 	// An empty key field keeps the stored key.

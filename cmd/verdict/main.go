@@ -24,6 +24,7 @@ const usage = `verdict — run containerised test suites as a multi-tenant servi
 Usage:
   verdict serve     start the API server (applies pending migrations first)
   verdict migrate   apply pending database migrations and exit
+  verdict run       queue a run on a server and follow it (verdict run --help)
   verdict version   print the version
 
 Configuration comes from the environment; see the README.`
@@ -37,6 +38,9 @@ func main() {
 	defer stop()
 	var err error
 	switch os.Args[1] {
+	case "run":
+		stop() // the run command handles its interrupts itself
+		os.Exit(runCommand(os.Args[2:]))
 	case "serve":
 		err = serve(ctx)
 	case "migrate":

@@ -275,7 +275,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
 	}
-	pages := web.New(web.Deps{Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt,
+	self, _ := os.Executable() // the CLI a CI job downloads; "" when unknown
+	pages := web.New(web.Deps{Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers})

@@ -188,6 +188,9 @@ type Deps struct {
 	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
 	// report token), "" for none; nil: no report links.
 	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	// Executable is the path of the running verdict binary, served at GET /downloads/verdict
+	// (the CLI, for the server's own OS and architecture); "": not served.
+	Executable string
 	// SocketTickets issues the tickets a page's script opens Socket.IO with; nil: no live updates.
 	SocketTickets *SocketTickets
 	Log           *slog.Logger
@@ -207,6 +210,7 @@ type Server struct {
 	csrfKey    []byte
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	executable string
 	limit      func(r *http.Request, bucket string) error
 	tickets    *SocketTickets
 	log        *slog.Logger
@@ -227,7 +231,7 @@ func New(d Deps) *Server {
 		panic("web: a CSRF key is required")
 	}
 	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
-		secure: d.SecureCookies, reportLink: d.ReportLink, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
+		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers = d.TestCases, d.Planner, d.Trackers
 	s.routes()
@@ -241,6 +245,7 @@ func (s *Server) routes() {
 	}
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
 	s.mux.HandleFunc("GET /{$}", s.home)
+	s.mux.HandleFunc("GET /downloads/verdict", s.download)
 	s.mux.HandleFunc("GET /login", s.public(s.loginPage))
 	s.mux.HandleFunc("POST /login", s.public(s.csrf(s.login)))
 	s.mux.HandleFunc("GET /signup", s.public(s.signupPage))

@@ -252,6 +252,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Runs:        execs,
 		Alerts:      alerts,
 		EndSessions: hub.EndUserSessions,
+		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,
 	})

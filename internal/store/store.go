@@ -142,6 +142,8 @@ type OutboxRepo interface {
 	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
 	Get(ctx context.Context, id string) (*Mail, error)
+	// Backlog counts the mails not sent yet and not given up (due or waiting for a retry).
+	Backlog(ctx context.Context) (int, error)
 }
 
 // Outcomes of a billing event in the webhook log.

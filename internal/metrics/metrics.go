@@ -34,8 +34,8 @@ const (
 	WebhookIgnored   = "ignored"   // recorded, nothing to apply (an event type Verdict ignores, no matching organization)
 	WebhookError     = "error"     // recorded, but applying it failed for good (shown in the billing event log)
 	WebhookDuplicate = "duplicate" // a redelivery of an event already recorded
-	WebhookRejected  = "rejected"  // refused: no or a bad signature, a malformed event, no webhook secret configured
-	WebhookFailed    = "failed"    // not recorded for a transient failure (500): the provider retries it
+	WebhookRejected  = "rejected"  // refused with a 4xx: no or a bad signature, a malformed event or body
+	WebhookFailed    = "failed"    // not recorded, answered 5xx (no webhook secret configured, a database failure): the provider retries it
 )
 
 // Sources are read at scrape time; a nil one is left out of the exposition.

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +62,7 @@ type Metrics struct {
 	requests     *prometheus.CounterVec
 	reqSeconds   *prometheus.HistogramVec
 	webhooks     *prometheus.CounterVec
+	routes       sync.Map // route → *routeInstruments
 }
 
 // New builds the registry with the Go runtime's and the process's collectors, Verdict's
@@ -144,8 +146,25 @@ func (m *Metrics) ObserveRequest(route string, status int, elapsed time.Duration
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(route, statusCode(status)).Inc()
-	m.reqSeconds.WithLabelValues(route).Observe(elapsed.Seconds())
+	ri, ok := m.routes.Load(route)
+	if !ok {
+		ri, _ = m.routes.LoadOrStore(route, &routeInstruments{seconds: m.reqSeconds.WithLabelValues(route)})
+	}
+	r := ri.(*routeInstruments)
+	r.seconds.Observe(elapsed.Seconds())
+	c, ok := r.codes.Load(status)
+	if !ok {
+		c, _ = r.codes.LoadOrStore(status, m.requests.WithLabelValues(route, statusCode(status)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// routeInstruments are one route's request instruments, resolved once: looking a vector's
+// child up by its label values hashes them on every call, which was most of the cost of a
+// request's metrics. Routes are patterns and codes few, so these stay few.
+type routeInstruments struct {
+	seconds prometheus.Observer
+	codes   sync.Map // status code (int) → prometheus.Counter
 }
 
 // WebhookOutcome counts one webhook delivery by its outcome (the Webhook* constants).

@@ -71,5 +71,10 @@ if [[ -x examples/suites/build.sh ]]; then
 	examples/suites/build.sh
 fi
 
+# Verdict's own image, built from a host binary (no registry is needed) and started on the
+# engine; compose.yaml validated.
+echo "+ scripts/image.sh"
+scripts/image.sh
+
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...

@@ -222,8 +222,19 @@ ensure_net_tools() {
 	command -v ip >/dev/null && command -v iptables >/dev/null || die "ip and iptables are needed (iproute2, iptables)"
 }
 
+# scripts/image.sh validates compose.yaml with compose's own parser: the compose plugin when
+# the engine has it, else Debian's docker-compose (bookworm has no docker-compose-plugin).
+ensure_compose() {
+	if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null; then
+		return
+	fi
+	apt_install docker-compose
+	command -v docker-compose >/dev/null || die "docker-compose missing after installing it"
+}
+
 ensure_net_tools
 ensure_docker
+ensure_compose
 ensure_postgres
 ensure_redis
 ensure_stripe_mock

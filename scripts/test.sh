@@ -63,6 +63,14 @@ if [[ -n $static_failed ]]; then
 	exit 1
 fi
 
+# The Helm chart (deploy/helm/verdict): installs helm (pinned, cached outside the repository),
+# lints the chart, and exports VERDICT_TEST_HELM for the chart's Go tests (deploy/helm), which
+# fail without it.
+echo "+ scripts/helm-check.sh"
+helm_vars=$(scripts/helm-check.sh) ||
+	{ echo "test.sh: FAIL: the Helm chart's checks failed (above)" >&2; exit 1; }
+eval "$helm_vars"
+
 vars=$(scripts/services.sh)
 eval "$vars"
 
@@ -70,6 +78,11 @@ eval "$vars"
 if [[ -x examples/suites/build.sh ]]; then
 	examples/suites/build.sh
 fi
+
+# Verdict's own image, built from a host binary (no registry is needed) and started on the
+# engine; compose.yaml validated.
+echo "+ scripts/image.sh"
+scripts/image.sh
 
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...

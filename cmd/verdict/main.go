@@ -1,17 +1,22 @@
 // Command verdict is the whole service in one binary: `serve` runs the API (and the embedded
-// runner), `migrate` applies database migrations, `version` prints the build.
+// runner), `migrate` applies database migrations, `admin` changes the database as an operator,
+// `version` prints the build.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
+	"verdict/internal/admin"
 	"verdict/internal/config"
+	"verdict/internal/domain"
 	"verdict/internal/store/sqlstore"
 )
 
@@ -24,48 +29,129 @@ const usage = `verdict — run containerised test suites as a multi-tenant servi
 Usage:
   verdict serve     start the API server (applies pending migrations first)
   verdict migrate   apply pending database migrations and exit
-  verdict run       queue a run on a server and follow it (verdict run --help)
+  verdict run       queue a run on a server and follow it to its verdict (verdict run --help)
+  verdict admin set-plan <organization ID or slug> <free|team|enterprise>
+                    change an organization's plan in the database (no payment provider)
   verdict version   print the version
 
 Configuration comes from the environment; see the README.`
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		os.Exit(runCommand(os.Args[2:])) // it handles Ctrl-C and SIGTERM itself
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes: 0 done, 1 failed, 2 a usage error (an unknown command, missing or bad arguments).
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// run carries out one command and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, usage)
+		return exitUsage
+	}
 	var err error
-	switch os.Args[1] {
-	case "run":
-		stop() // the run command handles its interrupts itself
-		os.Exit(runCommand(os.Args[2:]))
+	switch args[0] {
 	case "serve":
 		err = serve(ctx)
 	case "migrate":
-		err = migrate(ctx)
+		err = migrate(ctx, stdout)
+	case "admin":
+		return adminCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Println("verdict", version)
+		fmt.Fprintln(stdout, "verdict", version)
 	case "help", "--help", "-h":
-		fmt.Println(usage)
+		fmt.Fprintln(stdout, usage)
 	default:
-		fmt.Fprintf(os.Stderr, "verdict: unknown command %q\n\n%s\n", os.Args[1], usage)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "verdict: unknown command %q\n\n%s\n", args[0], usage)
+		return exitUsage
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "verdict:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "verdict:", err)
+		return exitFailure
 	}
+	return exitOK
 }
 
-func newLogger(level string) *slog.Logger {
+const adminUsage = `Usage:
+  verdict admin set-plan <organization ID or slug> <free|team|enterprise>
+
+Changes the organization's plan in the database that DATABASE_URL (or VERDICT_DATA_DIR's
+SQLite) names, without the payment provider, and records it in the organization's audit log.`
+
+// adminCommand runs `verdict admin ...`.
+func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "set-plan" {
+		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, adminUsage)
+			return exitOK
+		}
+		fmt.Fprintln(stderr, adminUsage)
+		return exitUsage
+	}
+	if len(args) != 3 || args[1] == "" {
+		fmt.Fprintf(stderr, "verdict admin set-plan: want an organization and a plan\n\n%s\n", adminUsage)
+		return exitUsage
+	}
+	plan := domain.Plan(args[2])
+	if !plan.Valid() {
+		fmt.Fprintf(stderr, "verdict admin set-plan: unknown plan %q: want free, team or enterprise\n", args[2])
+		return exitUsage
+	}
+	if err := setPlan(ctx, args[1], plan, stdout); err != nil {
+		fmt.Fprintln(stderr, "verdict admin set-plan:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ch, err := admin.SetPlan(ctx, st, ref, plan, domain.SystemClock)
+	if errors.Is(err, admin.ErrUnknownOrganization) {
+		return fmt.Errorf("%w: %q", err, ref)
+	}
+	if err != nil {
+		return err
+	}
+	o := ch.Organization
+	if ch.From == ch.To {
+		fmt.Fprintf(stdout, "organization %s (%s, %q) is already on the %s plan; nothing changed\n", o.ID, o.Slug, o.Name, ch.To)
+		return nil
+	}
+	fmt.Fprintf(stdout, "organization %s (%s, %q): plan %s -> %s\n", o.ID, o.Slug, o.Name, ch.From, ch.To)
+	return nil
+}
+
+// newLogger writes to w at level, as text (slog's key=value) or as one JSON object a line.
+func newLogger(w io.Writer, level, format string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(strings.ToUpper(level)))
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func migrate(ctx context.Context) error {
+func migrate(ctx context.Context, stdout io.Writer) error {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -78,6 +164,6 @@ func migrate(ctx context.Context) error {
 	if err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("migrations applied (%s)\n", st.Dialect())
+	fmt.Fprintf(stdout, "migrations applied (%s)\n", st.Dialect())
 	return nil
 }

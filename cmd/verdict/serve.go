@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ func serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
 	a, err := app.New(ctx, cfg, log, app.Options{Version: version})
 	if err != nil {
 		return err

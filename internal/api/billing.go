@@ -91,6 +91,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	// The provider's events are far below the API's body limit.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
+		s.observe.WebhookOutcome("rejected")
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeDomainError(w, errBodyTooLarge)
@@ -101,12 +102,26 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.billing.HandleWebhook(r.Context(), body, r.Header.Get("Stripe-Signature"))
 	if err != nil {
+		var de *domain.Error
+		if errors.As(err, &de) && de.Status < http.StatusInternalServerError {
+			s.observe.WebhookOutcome("rejected")
+		} else {
+			s.observe.WebhookOutcome("failed")
+		}
 		s.fail(w, r, err, "Webhook processing failed")
 		return
 	}
-	if res.Duplicate {
+	switch {
+	case res.Duplicate:
+		s.observe.WebhookOutcome("duplicate")
 		writeJSON(w, http.StatusOK, obj{"received": true, "duplicate": true})
 		return
+	case res.Failed:
+		s.observe.WebhookOutcome("error")
+	case res.Ignored:
+		s.observe.WebhookOutcome("ignored")
+	default:
+		s.observe.WebhookOutcome("applied")
 	}
 	writeJSON(w, http.StatusOK, obj{"received": true})
 }

@@ -88,7 +88,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, code st
 		return
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("op", code),
-		slog.String("method", r.Method), slog.String("path", loggedPath(r.URL.Path)), slog.String("err", err.Error()))
+		slog.String("method", r.Method), slog.String("route", routeOf(r)), slog.String("request_id", w.Header().Get(requestIDHeader)), slog.String("err", err.Error()))
 	writeDomainError(w, domain.Internal(code, "An internal error occurred; it has been logged"))
 }
 

@@ -63,7 +63,11 @@ type Deps struct {
 	// with its own authentication. They are not API routes, so Patterns does not list them.
 	// nil: such requests answer the mux's 404.
 	Pages http.Handler
-	Ready []Checker
+	// Metrics records requests and webhook outcomes (metrics.Metrics); nil: nothing.
+	Metrics Metrics
+	// MetricsHandler serves GET /metrics, checking its own token; nil: the route answers 404.
+	MetricsHandler http.Handler
+	Ready          []Checker
 	// BodyTimeout bounds the time to receive a request body (0: unbounded).
 	BodyTimeout time.Duration
 	Log         *slog.Logger
@@ -73,29 +77,31 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	identity      Identity
-	executions    Executions
-	billing       Billing
-	testCases     TestCases
-	planner       Planner
-	analysis      Analysis
-	integrations  Integrations
-	reports       report.Store
-	signer        *report.Signer
-	secureCookies bool
-	reportsURL    string
-	reportsHost   string
-	views         Views
-	finished      finishedItems
-	jwt           TokenVerifier
-	limiter       *ratelimit.Limiter
-	limits        RateLimits
-	proxies       []netip.Prefix
-	ready         []Checker
-	bodyTimeout   time.Duration
-	log           *slog.Logger
-	clock         domain.Clock
-	version       string
+	identity       Identity
+	executions     Executions
+	billing        Billing
+	testCases      TestCases
+	planner        Planner
+	analysis       Analysis
+	integrations   Integrations
+	reports        report.Store
+	signer         *report.Signer
+	secureCookies  bool
+	reportsURL     string
+	reportsHost    string
+	views          Views
+	finished       finishedItems
+	jwt            TokenVerifier
+	limiter        *ratelimit.Limiter
+	limits         RateLimits
+	proxies        []netip.Prefix
+	ready          []Checker
+	observe        Metrics
+	metricsHandler http.Handler
+	bodyTimeout    time.Duration
+	log            *slog.Logger
+	clock          domain.Clock
+	version        string
 
 	mux      *http.ServeMux
 	patterns []string
@@ -113,7 +119,10 @@ func New(d Deps) *Server {
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
-	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
+	if d.Metrics == nil {
+		d.Metrics = noMetrics{}
+	}
+	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
 		integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
@@ -162,6 +171,7 @@ func (s *Server) routes() {
 	s.handle("GET /healthz", pub, s.healthz)
 	s.handle("GET /readyz", pub, s.readyz)
 	s.handle("GET /api/openapi.yaml", pub, serveOpenAPI)
+	s.handle("GET /metrics", pub, s.serveMetrics)
 
 	s.handle("POST /api/auth/signup", routeOpts{access: public, limit: "signup"}, s.signup)
 	s.handle("POST /api/auth/login", routeOpts{access: public, limit: "login"}, s.login)

@@ -31,6 +31,7 @@ import (
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
+	"verdict/internal/metrics"
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
 	"verdict/internal/report"
@@ -53,6 +54,7 @@ type App struct {
 	runner  *run.Runner
 	reaper  *run.Reaper
 	mailer  *mail.Worker
+	metrics *metrics.Metrics
 	closers []func()
 }
 
@@ -196,6 +198,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.hub = hub
 	events := hubEvents{hub: hub, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
 
+	// Metrics: the run gauges and the mail backlog are counted in the database when scraped, so
+	// every replica on one database reports the same truth; connections are this replica's.
+	a.metrics = metrics.New(o.Version, metrics.Sources{Runs: st.Executions().ActiveCounts,
+		MailBacklog: st.Outbox().Backlog, Connections: hub.Connections}, log)
+
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
 	backend, err := newDocker(cfg, res, log)
 	if err != nil {
@@ -204,7 +211,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.closers = append(a.closers, func() { backend.Close() })
 	a.backend = backend
 	a.events = events
-	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: events,
+	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
 		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
 	// Organizations' own model keys are sealed with a key of their own, derived like the mail's.
@@ -221,11 +228,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
 			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts, Analyst: analyses}
+			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
 	}
 	execs := executions.New(execDeps)
-	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval}
+	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+		Metrics: a.metrics}
 
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
 	trackerBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict tracker keys"))
@@ -252,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Runs:        execs,
 		Alerts:      alerts,
 		EndSessions: hub.EndUserSessions,
+		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,
 	})
@@ -281,29 +290,31 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers})
 	a.API = api.New(api.Deps{
-		Identity:      ids,
-		Executions:    execs,
-		Billing:       bill,
-		TestCases:     cases,
-		Analysis:      analyses,
-		Integrations:  trackers,
-		Planner:       plans,
-		Reports:       reports,
-		Signer:        signer,
-		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		PublicURL:     cfg.PublicURL,
-		ReportsURL:    cfg.ReportsURL,
-		Mounts:        map[string]http.Handler{"/socket.io/": hub.Handler()},
-		Pages:         pages,
-		JWT:           jwt,
-		Limiter:       limiter,
-		RateLimits:    limits,
-		Proxies:       cfg.Proxies,
-		Ready:         a.readiness(),
-		BodyTimeout:   cfg.BodyTimeout,
-		Log:           log,
-		Clock:         clock,
-		Version:       o.Version,
+		Identity:       ids,
+		Executions:     execs,
+		Billing:        bill,
+		TestCases:      cases,
+		Analysis:       analyses,
+		Integrations:   trackers,
+		Planner:        plans,
+		Reports:        reports,
+		Signer:         signer,
+		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
+		PublicURL:      cfg.PublicURL,
+		ReportsURL:     cfg.ReportsURL,
+		Mounts:         map[string]http.Handler{"/socket.io/": hub.Handler()},
+		Pages:          pages,
+		JWT:            jwt,
+		Limiter:        limiter,
+		RateLimits:     limits,
+		Proxies:        cfg.Proxies,
+		Ready:          a.readiness(),
+		Metrics:        a.metrics,
+		MetricsHandler: a.metrics.Handler(cfg.MetricsToken),
+		BodyTimeout:    cfg.BodyTimeout,
+		Log:            log,
+		Clock:          clock,
+		Version:        o.Version,
 	})
 	ok = true
 	return a, nil

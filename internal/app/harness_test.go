@@ -73,6 +73,8 @@ type harnessOpts struct {
 	lease      time.Duration
 	// databaseURL shares a PostgreSQL database with another harness (two replicas).
 	databaseURL string
+	// log receives the service's log as JSON lines at info (nil: discarded).
+	log io.Writer
 }
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
@@ -127,7 +129,11 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.redis {
 		opts.RedisPrefix = testenv.KeyPrefix(t)
 	}
-	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if o.log != nil {
+		logger = slog.New(slog.NewJSONHandler(o.log, nil))
+	}
+	a, err := app.New(context.Background(), cfg, logger, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,9 @@ var (
 // WebhookResult says what became of a delivered event.
 type WebhookResult struct {
 	Duplicate bool // the event was processed before; nothing was done again
+	// Recorded without effect (an event type without one, no matching organization), or
+	// Failed: recorded with an error in the event log, not applied (not retried either).
+	Ignored, Failed bool
 }
 
 // HandleWebhook verifies a delivery's signature over its raw body and applies the event once
@@ -98,7 +101,7 @@ func (s *Service) HandleWebhook(ctx context.Context, payload []byte, signature s
 	default:
 		log.Info("billing event applied")
 	}
-	return &WebhookResult{}, nil
+	return &WebhookResult{Failed: o.errText != "", Ignored: o.errText == "" && o.note != ""}, nil
 }
 
 // signatureError explains a failed verification (always 400).

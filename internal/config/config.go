@@ -27,6 +27,13 @@ type Config struct {
 	PublicURL string `env:"VERDICT_PUBLIC_URL"`
 	Dev       bool   `env:"VERDICT_DEV" envDefault:"false"`
 	LogLevel  string `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
+	// LogFormat is the log's format on standard error: text (slog's key=value) or json.
+	LogFormat string `env:"VERDICT_LOG_FORMAT" envDefault:"text"`
+	// MetricsToken, when set, is the bearer token GET /metrics requires; empty: it is open.
+	MetricsToken string `env:"VERDICT_METRICS_TOKEN"`
+	// DefaultPlan is the plan of new organizations (a self-hosted server without billing
+	// gives everyone team or enterprise); `verdict admin set-plan` changes one afterwards.
+	DefaultPlan string `env:"VERDICT_DEFAULT_PLAN" envDefault:"free"`
 
 	DatabaseURL string `env:"DATABASE_URL"`
 	RedisURL    string `env:"REDIS_URL"`
@@ -151,6 +158,19 @@ func (c *Config) finish() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("VERDICT_LOG_LEVEL", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("VERDICT_LOG_FORMAT", "want text or json, got %q", c.LogFormat)
+	}
+	switch c.DefaultPlan {
+	case "free", "team", "enterprise":
+	default:
+		bad("VERDICT_DEFAULT_PLAN", "want free, team or enterprise, got %q", c.DefaultPlan)
+	}
+	if strings.ContainsAny(c.MetricsToken, " \t\r\n") {
+		bad("VERDICT_METRICS_TOKEN", "must not contain spaces")
 	}
 	if u := c.DatabaseURL; u != "" && !hasAnyPrefix(u, "postgres://", "postgresql://", "sqlite:", "file:") {
 		bad("DATABASE_URL", "want postgres://…, sqlite:… or empty for the embedded SQLite")

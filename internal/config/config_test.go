@@ -25,7 +25,8 @@ func TestLoadDefaultsAndStripe(t *testing.T) {
 	}
 	if c.StripeAPIBase != "http://127.0.0.1:12111" || c.StripeSecretKey != "sk_test_1" || c.StripePriceTeam != "price_t" ||
 		c.PublicURL != "http://"+c.Addr || c.Runner != "embedded" || c.LinearAPIURL != "https://api.linear.app/graphql" ||
-		c.MondayAPIURL != "https://api.monday.com/v2" || c.MondayAPIVersion != "2026-07" {
+		c.MondayAPIURL != "https://api.monday.com/v2" || c.MondayAPIVersion != "2026-07" ||
+		c.LogFormat != "text" || c.DefaultPlan != "free" || c.MetricsToken != "" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -51,6 +52,10 @@ func TestLoadRefusesBadValuesByName(t *testing.T) {
 		"linear url":        {"LINEAR_API_URL", "api.linear.app/graphql", "LINEAR_API_URL"},
 		"monday url":        {"MONDAY_API_URL", "ftp://api.monday.com/v2", "MONDAY_API_URL"},
 		"monday version":    {"MONDAY_API_VERSION", "v2", "MONDAY_API_VERSION"},
+		"log format":        {"VERDICT_LOG_FORMAT", "logfmt", "VERDICT_LOG_FORMAT"},
+		"default plan":      {"VERDICT_DEFAULT_PLAN", "gold", "VERDICT_DEFAULT_PLAN: want free, team or enterprise"},
+		"plan case":         {"VERDICT_DEFAULT_PLAN", "Team", "VERDICT_DEFAULT_PLAN"},
+		"metrics token":     {"VERDICT_METRICS_TOKEN", "two words", "VERDICT_METRICS_TOKEN"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			env := base()

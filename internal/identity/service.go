@@ -58,6 +58,7 @@ type Service struct {
 	alerts  Alerts
 	// endSessions closes a user's live connections (Socket.IO) after their access changed.
 	endSessions func(userID string)
+	defaultPlan domain.Plan // of organizations created at signup
 	clock       domain.Clock
 	newID       domain.IDGen
 	log         *slog.Logger
@@ -79,6 +80,8 @@ type Deps struct {
 	// EndSessions closes a user's live connections once they are suspended, deleted or moved
 	// to another organization; nil: there are none to close.
 	EndSessions func(userID string)
+	// DefaultPlan is the plan of organizations created at signup; empty: free.
+	DefaultPlan domain.Plan
 	Clock       domain.Clock
 	NewID       domain.IDGen
 	Log         *slog.Logger
@@ -104,7 +107,10 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
+	if d.DefaultPlan == "" {
+		d.DefaultPlan = domain.PlanFree
+	}
+	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
 		alerts: d.Alerts, endSessions: d.EndSessions, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 

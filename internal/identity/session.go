@@ -97,7 +97,7 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			org, user.OrganizationID, user.Role = o, o.ID, inv.Role
 		} else {
 			org = &domain.Organization{ID: s.newID(), Name: in.OrganizationName, Slug: domain.Slugify(in.OrganizationName),
-				Plan: domain.PlanFree, CreatedAt: now}
+				Plan: s.defaultPlan, CreatedAt: now}
 			if err := tx.Organizations().Create(ctx, org); err != nil {
 				return err
 			}

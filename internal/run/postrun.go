@@ -44,6 +44,8 @@ func (r *Runner) settle(ctx context.Context, e *domain.Execution, f store.Finish
 	}
 	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, f); err != nil {
 		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+	} else if r.Metrics != nil {
+		r.Metrics.RunFinished(withOutcome(e, f))
 	}
 	if f.ReportBytes > 0 {
 		if err := r.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {

@@ -19,6 +19,7 @@ type Reaper struct {
 	Clock    domain.Clock
 	Log      *slog.Logger
 	Interval time.Duration // [5s]
+	Metrics  Metrics       // counts the runs it ends; nil: none
 }
 
 // Run sweeps every Interval until ctx ends.
@@ -56,14 +57,21 @@ func (r *Reaper) Sweep(ctx context.Context) {
 func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, reason string) {
 	var ended bool
 	var err error
+	final := domain.ExecError
 	if e.Status == domain.ExecAnalyzing {
 		// Its verdict was reached before the analysis began: it stands, unexplained.
-		ended, err = r.Store.Executions().SettleExpired(ctx, e.ID, now, settledVerdict(e), interruptedAnalysis("runner lost", now))
+		final = settledVerdict(e)
+		ended, err = r.Store.Executions().SettleExpired(ctx, e.ID, now, final, interruptedAnalysis("runner lost", now))
 	} else {
 		ended, err = r.Store.Executions().EndExpired(ctx, e.ID, now, reason)
 	}
 	if err != nil || !ended {
 		return
+	}
+	if r.Metrics != nil {
+		done := *e
+		done.Status, done.FinishedAt = final, &now
+		r.Metrics.RunFinished(&done)
 	}
 	r.Log.Warn("run ended: lease expired", "org", e.OrganizationID, "task", e.TaskID, "runner", e.RunnerID)
 	if r.Backend != nil && e.ContainerID != "" {

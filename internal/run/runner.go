@@ -24,6 +24,12 @@ type Events interface {
 	ExecutionLog(orgID, taskID, chunk string, offset int64)
 }
 
+// Metrics records runs as they start and reach their final status (metrics.Metrics).
+type Metrics interface {
+	RunStarted(e *domain.Execution)
+	RunFinished(e *domain.Execution)
+}
+
 // Runner claims PENDING executions and carries them out on its Backend, Slots at a time.
 // It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
 //
@@ -50,6 +56,7 @@ type Runner struct {
 	Resources  Resources
 	Alerts     *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 	Analyst    Analyst         // explains failed runs (see settle); nil: none
+	Metrics    Metrics         // records starts and ends; nil: none
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
@@ -209,6 +216,9 @@ func (r *Runner) execute(parent context.Context, e *domain.Execution, l *lane) {
 	defer func() { r.mu.Lock(); delete(r.cancels, e.ID); r.mu.Unlock() }()
 
 	r.Events.ExecutionUpdated(e)
+	if r.Metrics != nil {
+		r.Metrics.RunStarted(e)
+	}
 	// The lease is renewed until the final write, not only until the run's context ends: a
 	// cancelled or timed-out run still stops its container and collects its reports, and the
 	// reaper must not take it for lost meanwhile.

@@ -60,6 +60,9 @@ type ExecutionRepo interface {
 	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error)
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error) // runs queued since
 	CountActive(ctx context.Context, orgID string) (int, error)                 // RUNNING or ANALYZING
+	// ActiveCounts counts every organization's runs waiting (PENDING) and going (RUNNING or
+	// ANALYZING), for the metrics; one indexed query.
+	ActiveCounts(ctx context.Context) (pending, running int, err error)
 
 	// Claim atomically moves a PENDING execution to RUNNING for runnerID, with a lease until
 	// leaseUntil: among organizations with a free run slot, one with the fewest runs going, and

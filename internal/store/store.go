@@ -68,6 +68,9 @@ type OrganizationRepo interface {
 	Create(ctx context.Context, o *domain.Organization) error
 	Get(ctx context.Context, id string) (*domain.Organization, error)
 	GetByCustomerID(ctx context.Context, providerCustomerID string) (*domain.Organization, error)
+	// FindBySlug lists the organizations with this slug, oldest first (slugs are not unique).
+	// For the operator's commands, which name an organization by ID or slug.
+	FindBySlug(ctx context.Context, slug string) ([]domain.Organization, error)
 	// Lock takes the organization's row lock until the transaction ends (no-op outside InTx
 	// on SQLite, whose transactions are already serialised).
 	Lock(ctx context.Context, id string) error
@@ -139,6 +142,8 @@ type OutboxRepo interface {
 	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
 	Get(ctx context.Context, id string) (*Mail, error)
+	// Backlog counts the mails not sent yet and not given up (due or waiting for a retry).
+	Backlog(ctx context.Context) (int, error)
 }
 
 // Outcomes of a billing event in the webhook log.

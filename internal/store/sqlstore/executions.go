@@ -455,6 +455,28 @@ func (r executionRepo) CountActive(ctx context.Context, orgID string) (int, erro
 		orgID, domain.ExecRunning, domain.ExecAnalyzing)
 }
 
+func (r executionRepo) ActiveCounts(ctx context.Context) (pending, running int, err error) {
+	q := `SELECT status, COUNT(*) FROM executions WHERE status IN (?, ?, ?) GROUP BY status`
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing)
+	if err != nil {
+		return 0, 0, r.s.mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status domain.ExecStatus
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return 0, 0, err
+		}
+		if status == domain.ExecPending {
+			pending += n
+		} else {
+			running += n
+		}
+	}
+	return pending, running, r.s.mapErr(rows.Err())
+}
+
 // knownPlans are the plans whose slot limits Claim asks limitFor for; an organization on any
 // other plan gets limitFor of an unknown plan (domain.LimitsFor answers the free plan's).
 var knownPlans = []domain.Plan{domain.PlanFree, domain.PlanTeam, domain.PlanEnterprise}

@@ -89,6 +89,10 @@ func (r orgRepo) GetByCustomerID(ctx context.Context, providerCustomerID string)
 		providerCustomerID)
 }
 
+func (r orgRepo) FindBySlug(ctx context.Context, slug string) ([]domain.Organization, error) {
+	return list(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE slug = ? ORDER BY created_at, id`, slug)
+}
+
 // Lock reads the row FOR UPDATE on PostgreSQL. On SQLite the transaction already holds the
 // database's write lock, so this only checks that the organization exists.
 func (r orgRepo) Lock(ctx context.Context, id string) error {

@@ -164,3 +164,7 @@ func (r outboxRepo) Get(ctx context.Context, id string) (*store.Mail, error) {
 	}
 	return r.open(row)
 }
+
+func (r outboxRepo) Backlog(ctx context.Context) (int, error) {
+	return r.s.count(ctx, `SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND NOT given_up`)
+}

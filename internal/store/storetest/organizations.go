@@ -129,6 +129,24 @@ func testOrganizations(t *testing.T, open Opener) {
 		equal(t, "after cancellation", got, o)
 	})
 
+	t.Run("FindBySlug", func(t *testing.T) {
+		f := setup(t, open)
+		a, _ := f.org(), f.org()
+		twin := &domain.Organization{ID: domain.NewID(), Name: "Twin", Slug: a.Slug, Plan: domain.PlanTeam,
+			CreatedAt: a.CreatedAt.Add(time.Hour)}
+		must(t, f.s.Organizations().Create(f.ctx, twin))
+		got, err := f.s.Organizations().FindBySlug(f.ctx, a.Slug)
+		must(t, err)
+		if len(got) != 2 || got[0].ID != a.ID || got[1].ID != twin.ID {
+			t.Fatalf("FindBySlug(%q) = %+v, want %s then %s", a.Slug, got, a.ID, twin.ID)
+		}
+		none, err := f.s.Organizations().FindBySlug(f.ctx, "no-such-slug")
+		must(t, err)
+		if len(none) != 0 {
+			t.Fatalf("FindBySlug of an unknown slug: %+v", none)
+		}
+	})
+
 	t.Run("AddStorageUsed", func(t *testing.T) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()

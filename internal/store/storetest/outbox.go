@@ -96,6 +96,25 @@ func testOutbox(t *testing.T, open Opener) {
 		equal(t, "claim after sent", len(claimed), 0)
 	})
 
+	t.Run("Backlog", func(t *testing.T) {
+		f := setup(t, open)
+		backlog := func() int {
+			n, err := f.s.Outbox().Backlog(f.ctx)
+			must(t, err)
+			return n
+		}
+		equal(t, "empty outbox", backlog(), 0)
+		sent, retried, gaveUp := f.mail(base), f.mail(base), f.mail(base)
+		f.mail(base.Add(time.Hour)) // not due yet: still owed
+		_, err := f.s.Outbox().Claim(f.ctx, base, base.Add(time.Minute), 10)
+		must(t, err)
+		equal(t, "claimed mails are still owed", backlog(), 4)
+		must(t, f.s.Outbox().MarkSent(f.ctx, sent.ID, base))
+		must(t, f.s.Outbox().MarkFailed(f.ctx, retried.ID, "421", base.Add(time.Minute), false))
+		must(t, f.s.Outbox().MarkFailed(f.ctx, gaveUp.ID, "550", base.Add(time.Minute), true))
+		equal(t, "after one sent, one retried, one given up", backlog(), 2)
+	})
+
 	t.Run("MarkFailedRetriesThenGivesUp", func(t *testing.T) {
 		f := setup(t, open)
 		m := f.mail(base)

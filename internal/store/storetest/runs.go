@@ -368,6 +368,22 @@ func testExecutions(t *testing.T, open Opener) {
 		list("a new run with a deleted one's taskId", again, runs[3], runs[2], runs[0])
 	})
 
+	t.Run("ActiveCounts", func(t *testing.T) {
+		f := setup(t, open)
+		pending, running, err := f.s.Executions().ActiveCounts(f.ctx)
+		must(t, err)
+		equal(t, "counts of an empty store", [2]int{pending, running}, [2]int{0, 0})
+		o, other := f.org(), f.org()
+		for i, st := range []domain.ExecStatus{domain.ExecPending, domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing,
+			domain.ExecPassed, domain.ExecFailed, domain.ExecCancelled, domain.ExecError, domain.ExecUnstable} {
+			f.runWith(o.ID, base.Add(time.Duration(i)*time.Minute), func(e *domain.Execution) { e.Status = st })
+		}
+		f.runWith(other.ID, base, func(e *domain.Execution) { e.Status = domain.ExecRunning })
+		pending, running, err = f.s.Executions().ActiveCounts(f.ctx)
+		must(t, err)
+		equal(t, "pending and running (with analyzing) of every organization", [2]int{pending, running}, [2]int{2, 3})
+	})
+
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()

@@ -15,8 +15,8 @@ import (
 	"verdict/internal/testenv"
 )
 
-// cli runs the command line as main does and returns its exit code and output.
-func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+// command runs the command line as main does and returns its exit code and output.
+func command(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(context.Background(), args, &out, &errb)
@@ -39,7 +39,7 @@ func TestAdminSetPlan(t *testing.T) {
 				dbURL = testenv.PostgresDB(t)
 			}
 			t.Setenv("DATABASE_URL", dbURL)
-			if code, out, errs := cli(t, "migrate"); code != 0 || !strings.Contains(out, "migrations applied") {
+			if code, out, errs := command(t, "migrate"); code != 0 || !strings.Contains(out, "migrations applied") {
 				t.Fatalf("migrate: %d %s %s", code, out, errs)
 			}
 			st, err := sqlstore.Open(t.Context(), dbURL, filepath.Join(dir, "data"))
@@ -57,15 +57,15 @@ func TestAdminSetPlan(t *testing.T) {
 			}
 			acme, twinA, _ := mk("Acme", "acme"), mk("Twin", "twin"), mk("Twin", "twin")
 
-			code, out, errs := cli(t, "admin", "set-plan", acme.ID, "enterprise")
+			code, out, errs := command(t, "admin", "set-plan", acme.ID, "enterprise")
 			if code != 0 || !strings.Contains(out, "plan free -> enterprise") || errs != "" {
 				t.Fatalf("set-plan by ID: %d %q %q", code, out, errs)
 			}
-			code, out, _ = cli(t, "admin", "set-plan", "acme", "team")
+			code, out, _ = command(t, "admin", "set-plan", "acme", "team")
 			if code != 0 || !strings.Contains(out, "plan enterprise -> team") {
 				t.Fatalf("set-plan by slug: %d %q", code, out)
 			}
-			code, out, _ = cli(t, "admin", "set-plan", "acme", "team")
+			code, out, _ = command(t, "admin", "set-plan", "acme", "team")
 			if code != 0 || !strings.Contains(out, "already on the team plan") {
 				t.Fatalf("set-plan again: %d %q", code, out)
 			}
@@ -102,12 +102,12 @@ func TestAdminSetPlan(t *testing.T) {
 				{[]string{"admin", "set-plan", "twin", "team"}, 1, "names 2 organizations"},
 				{[]string{"nonsense"}, 2, "unknown command"},
 			} {
-				code, _, errs := cli(t, c.args...)
+				code, _, errs := command(t, c.args...)
 				if code != c.code || !strings.Contains(errs, c.want) {
 					t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.want)
 				}
 			}
-			if code, _, _ := cli(t, "admin", "set-plan", twinA.ID, "enterprise"); code != 0 {
+			if code, _, _ := command(t, "admin", "set-plan", twinA.ID, "enterprise"); code != 0 {
 				t.Errorf("an organization sharing its slug is named by its ID: exit %d", code)
 			}
 		})
@@ -120,13 +120,13 @@ func TestAdminSetPlanFailures(t *testing.T) {
 	t.Setenv("VERDICT_DATA_DIR", t.TempDir())
 	t.Setenv("JWT_SECRET", "")
 	t.Setenv("VERDICT_DEV", "")
-	if code, _, errs := cli(t, "admin", "set-plan", "acme", "team"); code != 1 || !strings.Contains(errs, "JWT_SECRET") {
+	if code, _, errs := command(t, "admin", "set-plan", "acme", "team"); code != 1 || !strings.Contains(errs, "JWT_SECRET") {
 		t.Errorf("without JWT_SECRET: exit %d %q", code, errs)
 	}
 	t.Setenv("JWT_SECRET", strings.Repeat("j", 32))
 	t.Setenv("ENCRYPTION_KEY", strings.Repeat("ab", 32))
 	t.Setenv("DATABASE_URL", "postgres://verdict@127.0.0.1:1/verdict?connect_timeout=2")
-	if code, _, errs := cli(t, "admin", "set-plan", "acme", "team"); code != 1 || errs == "" {
+	if code, _, errs := command(t, "admin", "set-plan", "acme", "team"); code != 1 || errs == "" {
 		t.Errorf("an unreachable database: exit %d %q", code, errs)
 	}
 }
@@ -137,7 +137,7 @@ func TestServeRefusesBadDefaultPlan(t *testing.T) {
 	t.Setenv("VERDICT_DEV", "true")
 	t.Setenv("VERDICT_DATA_DIR", t.TempDir())
 	t.Setenv("VERDICT_DEFAULT_PLAN", "premium")
-	code, _, errs := cli(t, "serve")
+	code, _, errs := command(t, "serve")
 	if code != 1 || !strings.Contains(errs, `VERDICT_DEFAULT_PLAN: want free, team or enterprise, got "premium"`) {
 		t.Fatalf("serve: exit %d %q", code, errs)
 	}

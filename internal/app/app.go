@@ -28,6 +28,7 @@ import (
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/follow"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
@@ -43,11 +44,13 @@ import (
 
 // App is the assembled service.
 type App struct {
-	log     *slog.Logger
-	Store   *sqlstore.Store
-	redis   *redis.Client
-	API     *api.Server
-	hub     *realtime.Hub
+	log   *slog.Logger
+	Store *sqlstore.Store
+	redis *redis.Client
+	API   *api.Server
+	hub   *realtime.Hub
+	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
+	Follow  *follow.Broadcaster
 	backend *docker.Backend
 	events  run.Events
 	runner  *run.Runner
@@ -194,7 +197,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
-	events := hubEvents{hub: hub, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
+	// The SSE followers' fan-out; with Redis, one channel carries the runs' events to every replica.
+	followOpts := follow.Options{Log: log}
+	if a.redis != nil {
+		prefix := o.RedisPrefix
+		if prefix == "" {
+			prefix = "verdict:"
+		}
+		followOpts.Transport = redisFollow{client: a.redis, channel: prefix + "follow"}
+	}
+	followers := follow.New(followOpts)
+	a.closers = append(a.closers, followers.Close)
+	a.Follow = followers
+	events := hubEvents{hub: hub, follow: followers, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
 	backend, err := newDocker(cfg, res, log)
@@ -286,6 +301,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		TestCases:     cases,
 		Analysis:      analyses,
 		Integrations:  trackers,
+		Follow:        followers,
 		Planner:       plans,
 		Reports:       reports,
 		Signer:        signer,

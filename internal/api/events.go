@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -88,7 +89,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		select {
 		case <-f.Gone():
-			_ = st.rc.SetWriteDeadline(time.Now().Add(-time.Second))
+			st.cut()
 		case <-done:
 		}
 	}()
@@ -108,6 +109,28 @@ type sseStream struct {
 	rc   *http.ResponseController
 	bw   *bufio.Writer
 	sent int64 // the log's bytes the client has: the offset of the next byte to send
+
+	mu   sync.Mutex
+	gone bool // cut: every write fails at once
+}
+
+// cut makes the current write and every later one fail at once.
+func (st *sseStream) cut() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.gone = true
+	_ = st.rc.SetWriteDeadline(time.Now().Add(-time.Second))
+}
+
+// deadline gives the next write sseWriteWait, unless the stream was cut.
+func (st *sseStream) deadline() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.gone {
+		return errFollowerGone
+	}
+	_ = st.rc.SetWriteDeadline(time.Now().Add(sseWriteWait))
+	return nil
 }
 
 func (st *sseStream) run(f *follow.Follower) error {
@@ -317,7 +340,9 @@ func (st *sseStream) ping(ctx context.Context) error {
 }
 
 func (st *sseStream) write(event string, data []byte) error {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(sseWriteWait))
+	if err := st.deadline(); err != nil {
+		return err
+	}
 	st.bw.WriteString("id: ")
 	st.bw.WriteString(strconv.FormatInt(st.sent, 10))
 	st.bw.WriteString("\nevent: ")
@@ -332,7 +357,9 @@ func (st *sseStream) write(event string, data []byte) error {
 
 // flush sends what is buffered to the client now.
 func (st *sseStream) flush() error {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(sseWriteWait))
+	if err := st.deadline(); err != nil {
+		return err
+	}
 	if err := st.bw.Flush(); err != nil {
 		return errors.Join(errClientWrite, err)
 	}

@@ -72,6 +72,8 @@ type Options struct {
 	// Lease and ReapInterval shorten the run plane's timings in tests (0 = defaults).
 	Lease        time.Duration
 	ReapInterval time.Duration
+	// FollowBufferBytes bounds each SSE follower's queue (0: follow's default).
+	FollowBufferBytes int64
 }
 
 // New wires every part from the configuration and applies pending migrations.
@@ -198,7 +200,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
 	// The SSE followers' fan-out; with Redis, one channel carries the runs' events to every replica.
-	followOpts := follow.Options{Log: log}
+	followOpts := follow.Options{Log: log, BufferBytes: o.FollowBufferBytes}
 	if a.redis != nil {
 		prefix := o.RedisPrefix
 		if prefix == "" {

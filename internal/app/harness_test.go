@@ -73,6 +73,10 @@ type harnessOpts struct {
 	lease      time.Duration
 	// databaseURL shares a PostgreSQL database with another harness (two replicas).
 	databaseURL string
+	// redisPrefix shares Redis keys and channels with another harness (two replicas).
+	redisPrefix string
+	// followBuffer bounds each SSE follower's queue in bytes (0: the default).
+	followBuffer int64
 }
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
@@ -126,7 +130,11 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	if o.redis {
 		opts.RedisPrefix = testenv.KeyPrefix(t)
+		if o.redisPrefix != "" {
+			opts.RedisPrefix = o.redisPrefix
+		}
 	}
+	opts.FollowBufferBytes = o.followBuffer
 	a, err := app.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
 	if err != nil {
 		t.Fatal(err)

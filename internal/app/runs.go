@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
@@ -81,10 +82,18 @@ func (t redisFollow) Subscribe(ctx context.Context, fn func(msg []byte)) {
 	}
 }
 
-// socketAuth verifies a handshake's JWT, or a dashboard page's socket ticket, and re-reads the
-// user, like every REST request. A ticket's socket ends with the session it was issued for.
+// socketAuth verifies a handshake's JWT, API key, or a dashboard page's socket ticket, and
+// re-reads the user, like every REST request. A ticket's socket ends with the session it was issued for.
 func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
 	return func(ctx context.Context, token string) (realtime.Identity, error) {
+		if strings.HasPrefix(token, domain.APIKeyPrefix) {
+			// auth: {apiKey} (or a key sent as the token): the key's user, re-read like the REST API.
+			p, err := ids.AuthenticateKey(ctx, token)
+			if err != nil {
+				return realtime.Identity{}, err
+			}
+			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role)}, nil
+		}
 		if web.IsSocketTicket(token) {
 			userID, orgID, end, ok := tickets.Verify(token)
 			if !ok {

@@ -22,7 +22,9 @@ type ExecutionFilter struct {
 	Statuses  []domain.ExecStatus
 	ProjectID string
 	Image     string
-	Limit     int
+	// Labels: runs carrying every one of these labels.
+	Labels []domain.Label
+	Limit  int
 	Offset    int
 }
 

@@ -25,7 +25,7 @@ type ExecutionFilter struct {
 	// Labels: runs carrying every one of these labels.
 	Labels []domain.Label
 	Limit  int
-	Offset    int
+	Offset int
 }
 
 // Finish is what a runner reports when a run ends.

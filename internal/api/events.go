@@ -180,7 +180,7 @@ func (st *sseStream) run(f *follow.Follower) error {
 
 // live applies a live log event by its offset: what was sent is skipped, and a gap before it
 // is read from the store first.
-func (st *sseStream) live(ctx context.Context, ev follow.Event) error {
+func (st *sseStream) live(ctx context.Context, ev *follow.Event) error {
 	end := ev.Offset + int64(len(ev.Log))
 	if end <= st.sent {
 		return nil
@@ -205,7 +205,7 @@ func (st *sseStream) catchUp(ctx context.Context, to int64) error {
 		if to >= 0 {
 			want = min(want, to-st.sent)
 		}
-		buf := make([]byte, 0, want)
+		var buf []byte // grown to what the store has: most reads are short
 		got, err := st.s.executions.ReadLog(ctx, st.p, st.e, st.sent, want, func(b []byte) error {
 			buf = append(buf, b...)
 			return nil

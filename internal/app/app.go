@@ -382,9 +382,12 @@ func (a *App) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// CloseRealtime ends the Socket.IO sessions; call it before http.Server.Shutdown, which would
-// otherwise wait for open long-polls.
-func (a *App) CloseRealtime() { _ = a.hub.Close() }
+// CloseRealtime ends the Socket.IO sessions and the SSE streams of runs; call it before
+// http.Server.Shutdown, which would otherwise wait for open long-polls and streams.
+func (a *App) CloseRealtime() {
+	_ = a.hub.Close()
+	a.Follow.Close()
+}
 
 // Runner is the embedded runner, nil when VERDICT_RUNNER=none.
 func (a *App) Runner() *run.Runner { return a.runner }

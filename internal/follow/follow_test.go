@@ -93,7 +93,7 @@ func TestSlowFollowerDropped(t *testing.T) {
 	line := strings.Repeat("y", 1023) + "\n"
 	for i := range 1000 { // 1 MiB
 		b.Publish(Event{Org: "o", Task: "r", Name: EventLog, Log: line, Offset: int64(i * len(line))})
-		if i%50 == 0 {
+		if i%20 == 0 { // 20 events fit in what the bound leaves
 			waitFor(t, "the fast follower", func() bool { return fast.Queued() < bound/2 })
 		}
 	}

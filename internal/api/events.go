@@ -85,6 +85,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	// A dropped follower (its buffer filled while the client did not read) may be blocked in a
 	// write: cut it at once.
 	done := make(chan struct{})
+	defer st.end()
 	defer close(done)
 	go func() {
 		select {
@@ -110,16 +111,31 @@ type sseStream struct {
 	bw   *bufio.Writer
 	sent int64 // the log's bytes the client has: the offset of the next byte to send
 
-	mu   sync.Mutex
-	gone bool // cut: every write fails at once
+	mu    sync.Mutex
+	gone  bool // cut: every write fails at once
+	ended bool // the handler has returned: the connection may serve the next request
 }
 
-// cut makes the current write and every later one fail at once.
+// cut makes the current write and every later one fail at once, unless the stream has ended.
 func (st *sseStream) cut() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.ended {
+		return
+	}
 	st.gone = true
 	_ = st.rc.SetWriteDeadline(time.Now().Add(-time.Second))
+}
+
+// end leaves the connection as the server expects it for its next request: without a write
+// deadline, unless the stream was cut (then the connection closes).
+func (st *sseStream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ended = true
+	if !st.gone {
+		_ = st.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // deadline gives the next write sseWriteWait, unless the stream was cut.

@@ -190,7 +190,7 @@ func TestSSEFollow(t *testing.T) {
 			cut := h.openSSE(ctx, "/api/executions/"+task+"/events", auth{}, "Authorization", "Bearer "+key)
 			first.consume(t, cut.Body, func(f *followed) bool { return f.log.Len() >= 2000 })
 			cut.Body.Close()
-			if first.log.Len() < 2000 || first.finalStatus() != "" {
+			if first.log.Len() < 2000 || isFinal(first.finalStatus()) {
 				t.Fatalf("cut stream: %d bytes, status %q", first.log.Len(), first.finalStatus())
 			}
 			resumed.from, _ = strconv.ParseInt(first.lastID, 10, 64)
@@ -363,5 +363,34 @@ func TestSSEAcrossReplicas(t *testing.T) {
 	}
 	if st := other.app.Follow.Stats(); st.Upstream != 1 || st.Delivered == 0 {
 		t.Fatalf("the other replica's broadcaster: %+v", st)
+	}
+}
+
+// TestSocketAPIKey opens Socket.IO with auth: {apiKey}: the key's user and organization, and
+// the run's events; an unknown key is refused with auth-error.
+func TestSocketAPIKey(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	admin := h.signup("sockkey@example.com", "Sock Co")
+	key := h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"}).str("apiKey")
+	events := dialSocketAuth(t, h.srv.URL, map[string]any{"apiKey": key})
+	e := nextEvent(t, events, 10*time.Second)
+	if e.name != "auth-success" || e.data["userId"] != admin.id || e.data["organizationId"] != admin.orgID || e.data["role"] != "admin" {
+		t.Fatalf("handshake with an API key: %+v", e)
+	}
+	task := h.queue(apiKey(key), map[string]any{"image": passImage})
+	deadline := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-events:
+			if e.name == "execution-updated" && e.data["taskId"] == task && isFinal(fmt.Sprint(e.data["status"])) {
+				done = true
+			}
+		case <-deadline:
+			t.Fatal("no final execution-updated over the API key's socket")
+		}
+	}
+	bad := dialSocketAuth(t, h.srv.URL, map[string]any{"apiKey": "pk_live_" + strings.Repeat("0", 64)})
+	if e := nextEvent(t, bad, 10*time.Second); e.name != "auth-error" || e.data["error"] != "Invalid or expired token" {
+		t.Fatalf("unknown key: %+v", e)
 	}
 }

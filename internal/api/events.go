@@ -94,7 +94,9 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		case <-done:
 		}
 	}()
-	if err := st.run(f); err != nil && r.Context().Err() == nil && !errors.Is(err, errClientWrite) && !errors.Is(err, errFollowerGone) {
+	var refused *domain.Error // the run deleted, the caller's access gone: nothing to report
+	if err := st.run(f); err != nil && r.Context().Err() == nil && !errors.Is(err, errClientWrite) &&
+		!errors.Is(err, errFollowerGone) && !errors.As(err, &refused) {
 		s.log.Warn("streaming a run's events failed", "task", e.TaskID, "err", err)
 	}
 }

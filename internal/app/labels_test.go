@@ -89,7 +89,16 @@ func TestLabels(t *testing.T) {
 		expect(t, h.do("POST", "/api/executions", a, map[string]any{"image": "x", "labels": []any{"a"}}), 400, "")
 
 		// The dashboard's run page lists them.
-		page := h.withSession(t, admin.token).get("/runs/main-staging")
+		b := h.withSession(t, admin.token)
+		runs := b.get("/runs?label=" + url.QueryEscape("env:production"))
+		if runs.status != 200 || !strings.Contains(runs.body, `data-task="main-prod"`) || strings.Contains(runs.body, `data-task="main-staging"`) ||
+			!strings.Contains(runs.body, `value="env:production"`) {
+			t.Fatalf("/runs?label=env:production: %d\n%s", runs.status, runs.body)
+		}
+		if bad := b.get("/runs?label=nocolon"); bad.status != 400 {
+			t.Fatalf("/runs?label=nocolon: %d", bad.status)
+		}
+		page := b.get("/runs/main-staging")
 		if page.status != 200 || !strings.Contains(page.body, "branch:&nbsp;main") || !strings.Contains(page.body, "<dt>Labels</dt>") {
 			t.Fatalf("run page without labels: %d\n%s", page.status, page.body)
 		}

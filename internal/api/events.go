@@ -23,8 +23,9 @@ const (
 	ssePing       = 15 * time.Second // a comment line this often keeps proxies from closing it
 	sseWriteWait  = 30 * time.Second // a client that takes longer for one event is dropped
 	// sseGapWait bounds the wait for the stored log to catch up with a live event (the runner
-	// emits a chunk, then stores it: the store lags by milliseconds).
-	sseGapWait = 3 * time.Second
+	// emits a chunk, then stores it: the store lags by milliseconds, more under load). Live
+	// events queue meanwhile, so a longer lag drops the follower before this bound ends it.
+	sseGapWait = 30 * time.Second
 )
 
 // Follow registers followers of a run's live events (*follow.Broadcaster).
@@ -80,7 +81,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{s: s, w: w, r: r, p: p, e: e, sent: since, rc: http.NewResponseController(w),
+	st := &sseStream{s: s, w: w, r: r, p: p, e: e, f: f, sent: since, rc: http.NewResponseController(w),
 		bw: bufio.NewWriterSize(w, 8<<10)}
 	// A dropped follower (its buffer filled while the client did not read) may be blocked in a
 	// write: cut it at once.
@@ -109,6 +110,7 @@ type sseStream struct {
 	r    *http.Request
 	p    *identity.Principal
 	e    *domain.Execution
+	f    *follow.Follower
 	rc   *http.ResponseController
 	bw   *bufio.Writer
 	sent int64 // the log's bytes the client has: the offset of the next byte to send
@@ -249,6 +251,8 @@ func (st *sseStream) catchUp(ctx context.Context, to int64) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
+			case <-st.f.Gone():
+				return errFollowerGone
 			case <-time.After(20 * time.Millisecond):
 			}
 			continue

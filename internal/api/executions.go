@@ -114,6 +114,7 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		EnvVars        map[string]string `json:"envVars"` // the client's own names: a map, so any key is taken
 		TaskID         string            `json:"taskId"`
 		TimeoutSeconds int               `json:"timeoutSeconds"`
+		Labels         map[string]string `json:"labels"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		writeDomainError(w, err)
@@ -146,6 +147,18 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	f.Offset = atoi("offset", 0, 0, 1<<30)
 	if bad != nil {
 		writeDomainError(w, bad)
+		return
+	}
+	for _, v := range q["label"] {
+		l, err := domain.ParseLabelFilter(v)
+		if err != nil {
+			s.fail(w, r, err, "Failed to list executions")
+			return
+		}
+		f.Labels = append(f.Labels, l)
+	}
+	if len(f.Labels) > domain.MaxLabels {
+		writeDomainError(w, domain.BadRequest("Validation error", "at most "+strconv.Itoa(domain.MaxLabels)+" label filters"))
 		return
 	}
 	if st := q.Get("status"); st != "" {

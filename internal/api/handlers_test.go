@@ -165,7 +165,7 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 	"folder":"all","timeoutSeconds":600,"envVarNames":["TOKEN"],"status":"FAILED","queueReason":null,"error":null,
 	"exitCode":1,"queuedAt":"2026-05-04T09:58:00.000Z","startedAt":"2026-05-04T09:58:30.000Z",
 	"finishedAt":"2026-05-04T09:59:30.000Z","durationMs":60000,"triggeredBy":"dev-1","viaApiKey":false,
-	"cancelRequested":false,"summary":{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0},
+	"labels":{},"cancelRequested":false,"summary":{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0},
 	"reportFolders":["playwright-report","junit"],"reportBytes":2048,"notes":[],
 	"htmlReportUrl":"https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/",
 	"allureReportUrl":null,
@@ -193,7 +193,7 @@ const runningItem = `{"taskId":"run-abc","organizationId":"64b7f0c2a1e4d5f6a7b8c
 	"image":"suite","command":"npx playwright test","environment":"","baseUrl":"","folder":"all","timeoutSeconds":1800,
 	"envVarNames":[],"status":"RUNNING","queueReason":null,"error":null,"exitCode":null,
 	"queuedAt":"2026-05-04T09:59:40.000Z","startedAt":"2026-05-04T09:59:50.000Z","finishedAt":null,"durationMs":10000,
-	"triggeredBy":"admin-1","viaApiKey":true,"cancelRequested":false,
+	"triggeredBy":"admin-1","viaApiKey":true,"labels":{},"cancelRequested":false,
 	"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
 	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[]}`
 
@@ -302,7 +302,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"organizationId":"64b7f0c2a1e4d5f6a7b8c9d0","projectId":null,"image":"suite","command":"","environment":"",
 		"baseUrl":"","folder":"all","timeoutSeconds":600,"envVarNames":["TOKEN"],"status":"PENDING",
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
-		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"cancelRequested":false,
+		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"labels":{},"cancelRequested":false,
 		"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
 		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[],"analysis":null,
 		"trackerAIssues":[],"trackerBItems":[]}}`)

@@ -120,6 +120,9 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 		if !found || token == "" {
 			return nil, errInvalidToken
 		}
+		if isAPIKey(token) { // authenticate lets it through only where keys are allowed
+			return s.identity.AuthenticateKey(r.Context(), token)
+		}
 		claims, err := s.jwt.Verify(token)
 		if err != nil {
 			return nil, errInvalidToken
@@ -132,11 +135,21 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 	return nil, identity.ErrAuthRequired()
 }
 
+// isAPIKey tells an API key (pk_live_…) sent as a bearer token from a JWT.
+func isAPIKey(token string) bool { return strings.HasPrefix(token, domain.APIKeyPrefix) }
+
+// bearerKey reports a request whose Authorization header carries an API key.
+func bearerKey(r *http.Request) bool {
+	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return found && isAPIKey(token)
+}
+
 // authenticate puts the caller in the request's context, refusing API keys where they are not
-// allowed: on a bearer-only route, a request with only an x-api-key answers 403.
+// allowed: on a bearer-only route, a request with only an x-api-key, or with an API key as its
+// bearer token, answers 403.
 func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !keysAllowed && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" {
+		if !keysAllowed && (r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") != "" || bearerKey(r)) {
 			writeDomainError(w, errKeyNotAllowed)
 			return
 		}

@@ -13,6 +13,7 @@ import (
 
 	"verdict/internal/auth"
 	"verdict/internal/domain"
+	"verdict/internal/follow"
 	"verdict/internal/ratelimit"
 	"verdict/internal/report"
 )
@@ -43,12 +44,15 @@ type Deps struct {
 	Planner Planner
 	// Integrations is the trackers' service; nil: the integration routes answer 503.
 	Integrations Integrations
-	JWT          TokenVerifier
-	Limiter      *ratelimit.Limiter
-	RateLimits   RateLimits // nil = DefaultRateLimits
-	Proxies      []netip.Prefix
-	Reports      report.Store
-	Signer       *report.Signer
+	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
+	// hear of a run's end only by re-reading it (every 15 s).
+	Follow     Follow
+	JWT        TokenVerifier
+	Limiter    *ratelimit.Limiter
+	RateLimits RateLimits // nil = DefaultRateLimits
+	Proxies    []netip.Prefix
+	Reports    report.Store
+	Signer     *report.Signer
 	// SecureCookies marks report cookies Secure (the public URL is https).
 	SecureCookies bool
 	// PublicURL is where clients reach the API (config.Config.PublicURL); report links in
@@ -84,6 +88,7 @@ type Server struct {
 	planner        Planner
 	analysis       Analysis
 	integrations   Integrations
+	follow         Follow
 	reports        report.Store
 	signer         *report.Signer
 	secureCookies  bool
@@ -122,8 +127,11 @@ func New(d Deps) *Server {
 	if d.Metrics == nil {
 		d.Metrics = noMetrics{}
 	}
+	if d.Follow == nil {
+		d.Follow = follow.New(follow.Options{Log: d.Log})
+	}
 	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
-		integrations: d.Integrations, reports: d.Reports, signer: d.Signer,
+		integrations: d.Integrations, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -229,6 +237,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/executions", execs, s.listExecutions)
 	s.handle("GET /api/executions/{taskId}", execs, s.getExecution)
 	s.handle("GET /api/executions/{taskId}/logs", execs, s.executionLogs)
+	s.handle("GET /api/executions/{taskId}/events", execs, s.executionEvents)
 	s.handle("POST /api/executions/{taskId}/cancel", execs, s.cancelExecution)
 	s.handle("DELETE /api/executions/{taskId}", execs, s.deleteExecution)
 	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)

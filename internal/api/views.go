@@ -207,6 +207,7 @@ type ExecutionListItem struct {
 	DurationMs      int64             `json:"durationMs"`
 	TriggeredBy     string            `json:"triggeredBy"`
 	ViaAPIKey       bool              `json:"viaApiKey"`
+	Labels          map[string]string `json:"labels"`
 	CancelRequested bool              `json:"cancelRequested"`
 	Summary         domain.Summary    `json:"summary"`
 	ReportFolders   []string          `json:"reportFolders"`
@@ -321,10 +322,13 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		Folder: folder, TimeoutSeconds: e.TimeoutSeconds, EnvVarNames: nonNil(e.EnvNames),
 		Status: e.Status, QueueReason: nullable(e.QueueReason), Error: nullable(e.Error), ExitCode: e.ExitCode,
 		QueuedAt: ts(e.QueuedAt), StartedAt: tsPtr(e.StartedAt), FinishedAt: tsPtr(e.FinishedAt),
-		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey,
+		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
 		Artifacts: []string{},
+	}
+	if item.Labels == nil {
+		item.Labels = map[string]string{}
 	}
 	v.reportLinks(e, &item)
 	return item

@@ -43,7 +43,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"folder": folder, "timeoutSeconds": e.TimeoutSeconds, "envVarNames": nonNil(e.EnvNames),
 		"status": e.Status, "queueReason": legacyNullable(e.QueueReason), "error": legacyNullable(e.Error), "exitCode": e.ExitCode,
 		"queuedAt": ts(e.QueuedAt), "startedAt": legacyTsPtr(e.StartedAt), "finishedAt": legacyTsPtr(e.FinishedAt),
-		"durationMs": e.DurationMs(now), "triggeredBy": e.TriggeredBy, "viaApiKey": e.ViaAPIKey,
+		"durationMs": e.DurationMs(now), "triggeredBy": e.TriggeredBy, "viaApiKey": e.ViaAPIKey, "labels": map[string]string{},
 		"cancelRequested": e.CancelRequested, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{},

@@ -28,6 +28,7 @@ import (
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/follow"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
@@ -44,11 +45,13 @@ import (
 
 // App is the assembled service.
 type App struct {
-	log     *slog.Logger
-	Store   *sqlstore.Store
-	redis   *redis.Client
-	API     *api.Server
-	hub     *realtime.Hub
+	log   *slog.Logger
+	Store *sqlstore.Store
+	redis *redis.Client
+	API   *api.Server
+	hub   *realtime.Hub
+	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
+	Follow  *follow.Broadcaster
 	backend *docker.Backend
 	events  run.Events
 	runner  *run.Runner
@@ -71,6 +74,8 @@ type Options struct {
 	// Lease and ReapInterval shorten the run plane's timings in tests (0 = defaults).
 	Lease        time.Duration
 	ReapInterval time.Duration
+	// FollowBufferBytes bounds each SSE follower's queue (0: follow's default).
+	FollowBufferBytes int64
 }
 
 // New wires every part from the configuration and applies pending migrations.
@@ -196,7 +201,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	a.closers = append(a.closers, func() { hub.Close() })
 	a.hub = hub
-	events := hubEvents{hub: hub, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
+	// The SSE followers' fan-out; with Redis, one channel carries the runs' events to every replica.
+	followOpts := follow.Options{Log: log, BufferBytes: o.FollowBufferBytes}
+	if a.redis != nil {
+		prefix := o.RedisPrefix
+		if prefix == "" {
+			prefix = "verdict:"
+		}
+		followOpts.Transport = redisFollow{client: a.redis, channel: prefix + "follow"}
+	}
+	followers := follow.New(followOpts)
+	a.closers = append(a.closers, followers.Close)
+	a.Follow = followers
+	events := hubEvents{hub: hub, follow: followers, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
 
 	// Metrics: the run gauges and the mail backlog are counted in the database when scraped, so
 	// every replica on one database reports the same truth; connections are this replica's.
@@ -296,6 +313,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		TestCases:      cases,
 		Analysis:       analyses,
 		Integrations:   trackers,
+		Follow:         followers,
 		Planner:        plans,
 		Reports:        reports,
 		Signer:         signer,
@@ -376,9 +394,12 @@ func (a *App) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// CloseRealtime ends the Socket.IO sessions; call it before http.Server.Shutdown, which would
-// otherwise wait for open long-polls.
-func (a *App) CloseRealtime() { _ = a.hub.Close() }
+// CloseRealtime ends the Socket.IO sessions and the SSE streams of runs; call it before
+// http.Server.Shutdown, which would otherwise wait for open long-polls and streams.
+func (a *App) CloseRealtime() {
+	_ = a.hub.Close()
+	a.Follow.Close()
+}
 
 // Runner is the embedded runner, nil when VERDICT_RUNNER=none.
 func (a *App) Runner() *run.Runner { return a.runner }

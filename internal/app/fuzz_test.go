@@ -31,6 +31,7 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"aiFeatures":{"automationPlanner":1}}`, `{"email":"x@y.z","role":"viewer"}`, `{"token":"` + strings.Repeat("a", 64) + `"}`,
 		`{"name":"p","envVars":[{"key":"A","value":"b","secret":true}],"reportFolders":["/app/x"],"targetUrls":{"staging":"http://x"}}`,
 		`{"image":"x","envVars":{"A":"b"},"taskId":"t-1","timeoutSeconds":1e3,"folder":"../x"}`,
+		`{"image":"x","labels":{"branch":"main","Bad Key":"v","note":"a\nb"}}`, `{"image":"x","labels":["a"]}`,
 		`{"planId":"team"}`, `{"priceId":"price_team_test","planId":"x"}`,
 		`{"projectId":"0123456789abcdef01234567","title":"t","tags":["a"],"priority":"high","steps":[{"action":"a","expected":"b"}]}`,
 		`null`, `[]`, `"str"`, `{"a":`, "{\"name\":\"\\u0000\"}", `{"timeoutSeconds":99999999999999999999}`,

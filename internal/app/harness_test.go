@@ -75,6 +75,10 @@ type harnessOpts struct {
 	databaseURL string
 	// log receives the service's log as JSON lines at info (nil: discarded).
 	log io.Writer
+	// redisPrefix shares Redis keys and channels with another harness (two replicas).
+	redisPrefix string
+	// followBuffer bounds each SSE follower's queue in bytes (0: the default).
+	followBuffer int64
 }
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
@@ -128,11 +132,15 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	if o.redis {
 		opts.RedisPrefix = testenv.KeyPrefix(t)
+		if o.redisPrefix != "" {
+			opts.RedisPrefix = o.redisPrefix
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if o.log != nil {
 		logger = slog.New(slog.NewJSONHandler(o.log, nil))
 	}
+	opts.FollowBufferBytes = o.followBuffer
 	a, err := app.New(context.Background(), cfg, logger, opts)
 	if err != nil {
 		t.Fatal(err)

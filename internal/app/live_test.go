@@ -18,11 +18,17 @@ type sioEvent struct {
 // dialSocket connects the Socket.IO Go client with a JWT and records every event in order.
 func dialSocket(t *testing.T, url, token string) chan sioEvent {
 	t.Helper()
+	return dialSocketAuth(t, url, map[string]any{"token": token})
+}
+
+// dialSocketAuth is dialSocket with the handshake's auth object as given.
+func dialSocketAuth(t *testing.T, url string, auth map[string]any) chan sioEvent {
+	t.Helper()
 	opts := sio.DefaultOptions()
 	opts.SetForceNew(true)
 	opts.SetReconnection(false)
 	opts.SetTransports(types.NewSet(sio.WebSocket))
-	opts.SetAuth(map[string]any{"token": token})
+	opts.SetAuth(auth)
 	opts.SetAutoConnect(false) // listen first, then connect: auth-success must not be missed
 	sock, err := sio.Connect(url, opts)
 	if err != nil {

@@ -2,43 +2,98 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/config"
 	"verdict/internal/domain"
+	"verdict/internal/follow"
 	"verdict/internal/identity"
 	"verdict/internal/realtime"
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/web"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // hubEvents sends the run plane's events to the organization's Socket.IO room, with the views
-// the REST API answers: execution-updated carries api.Execution (report links included).
+// the REST API answers: execution-updated carries api.Execution (report links included). Each
+// event also goes once to the SSE followers' broadcaster (follow), which fans it out to this
+// replica's followers of the run and, with Redis, to the other replicas'.
 type hubEvents struct {
-	hub   *realtime.Hub
-	clock domain.Clock
-	views api.Views
+	hub    *realtime.Hub
+	follow *follow.Broadcaster
+	clock  domain.Clock
+	views  api.Views
 }
 
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
-	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, h.views.Execution(e, h.clock()))
+	view := h.views.Execution(e, h.clock())
+	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
+	if h.follow != nil {
+		data, err := json.Marshal(view)
+		if err != nil {
+			return
+		}
+		h.follow.Publish(follow.Event{Org: e.OrganizationID, Task: e.TaskID, Name: follow.EventUpdated, Data: data,
+			Final: e.Status.Final()})
+	}
 }
 
 func (h hubEvents) ExecutionLog(orgID, taskID, chunk string, offset int64) {
 	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset})
+	h.follow.Publish(follow.Event{Org: orgID, Task: taskID, Name: follow.EventLog, Log: chunk, Offset: offset})
 }
 
-// socketAuth verifies a handshake's JWT, or a dashboard page's socket ticket, and re-reads the
-// user, like every REST request. A ticket's socket ends with the session it was issued for.
+// redisFollow carries the followers' events between replicas: one Redis channel, published
+// to once per event and subscribed to once per replica.
+type redisFollow struct {
+	client  *redis.Client
+	channel string
+}
+
+func (t redisFollow) Publish(ctx context.Context, msg []byte) error {
+	return t.client.Publish(ctx, t.channel, msg).Err()
+}
+
+func (t redisFollow) Subscribe(ctx context.Context, fn func(msg []byte)) {
+	ps := t.client.Subscribe(ctx, t.channel)
+	defer ps.Close()
+	// go-redis resubscribes after a lost connection; the channel closes with ps.
+	ch := ps.Channel(redis.WithChannelSize(4096))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			fn([]byte(m.Payload))
+		}
+	}
+}
+
+// socketAuth verifies a handshake's JWT, API key, or a dashboard page's socket ticket, and
+// re-reads the user, like every REST request. A ticket's socket ends with the session it was issued for.
 func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
 	return func(ctx context.Context, token string) (realtime.Identity, error) {
+		if strings.HasPrefix(token, domain.APIKeyPrefix) {
+			// auth: {apiKey} (or a key sent as the token): the key's user, re-read like the REST API.
+			p, err := ids.AuthenticateKey(ctx, token)
+			if err != nil {
+				return realtime.Identity{}, err
+			}
+			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role)}, nil
+		}
 		if web.IsSocketTicket(token) {
 			userID, orgID, end, ok := tickets.Verify(token)
 			if !ok {

@@ -174,6 +174,9 @@ type Execution struct {
 	EnvNames    []string
 	TriggeredBy string // user ID
 	ViaAPIKey   bool
+	// Labels are the client's key:value labels of the run (ValidateLabels), set when it is
+	// queued and never changed; nil or empty: none.
+	Labels map[string]string
 
 	Status      ExecStatus
 	QueueReason string

@@ -150,6 +150,8 @@ type QueueInput struct {
 	EnvVars        map[string]string
 	TaskID         string
 	TimeoutSeconds int
+	// Labels are the run's key:value labels (domain.ValidateLabels).
+	Labels map[string]string
 }
 
 // Bounds of a queued run.
@@ -191,11 +193,14 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 	if len(in.EnvVars) > maxEnvVars {
 		return nil, domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
 	}
+	if err := domain.ValidateLabels(in.Labels); err != nil {
+		return nil, err
+	}
 	env := run.RunEnv{Vars: map[string]string{}}
 	e := &domain.Execution{ID: s.newID(), OrganizationID: p.OrgID, TaskID: in.TaskID, Image: strings.TrimSpace(in.Image),
 		Command: in.Command, Environment: in.Environment, BaseURL: in.BaseURL, Folder: in.Folder,
 		TimeoutSeconds: in.TimeoutSeconds, TriggeredBy: p.UserID, ViaAPIKey: p.APIKeyID != "",
-		Status: domain.ExecPending, QueuedAt: s.clock()}
+		Labels: in.Labels, Status: domain.ExecPending, QueuedAt: s.clock()}
 	if in.ProjectID != "" {
 		proj, err := s.store.Projects().Get(ctx, p.OrgID, in.ProjectID)
 		if err != nil {

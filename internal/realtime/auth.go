@@ -31,6 +31,10 @@ func (h *Hub) onConnection(s *socket.Socket) {
 
 	token, _ := s.Handshake().Auth["token"].(string)
 	if token == "" {
+		// A CI client's API key; the Authenticator tells the credentials apart.
+		token, _ = s.Handshake().Auth["apiKey"].(string)
+	}
+	if token == "" {
 		h.reject(s, errAuthRequired)
 		return
 	}

@@ -1,7 +1,7 @@
 // Package realtime is the Socket.IO v4 endpoint at /socket.io/ that pushes live execution
 // updates to the members of an organization.
 //
-// A client sends its JWT in the handshake as auth.token. The server accepts the namespace
+// A client sends its JWT in the handshake as auth.token, or an API key as auth.apiKey. The server accepts the namespace
 // connection, verifies the token through the caller's Authenticator and then either puts the
 // socket in room "org:<organizationId>" and emits auth-success, or emits auth-error and
 // disconnects it. Hub.Emit sends an event to one organization's room only.

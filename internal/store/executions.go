@@ -22,8 +22,10 @@ type ExecutionFilter struct {
 	Statuses  []domain.ExecStatus
 	ProjectID string
 	Image     string
-	Limit     int
-	Offset    int
+	// Labels: runs carrying every one of these labels.
+	Labels []domain.Label
+	Limit  int
+	Offset int
 }
 
 // Finish is what a runner reports when a run ends.

@@ -130,7 +130,7 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, err := s.executions.Queue(r.Context(), st.p, executions.QueueInput{Image: old.Image, Command: old.Command,
-		Environment: old.Environment, Folder: old.Folder, ProjectID: old.ProjectID})
+		Environment: old.Environment, Folder: old.Folder, ProjectID: old.ProjectID, Labels: old.Labels})
 	if err != nil {
 		s.refused(w, r, runPath(id), err)
 		return

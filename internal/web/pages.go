@@ -306,6 +306,7 @@ type runsData struct {
 	Statuses             []domain.ExecStatus
 	Environments         []string
 	Status, Project      string
+	Label                string // a key:value label filter
 	Page, Pages          int
 	PrevURL, NextURL     string
 	Filtered             bool
@@ -326,8 +327,17 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
 		d.Page = n
 	}
-	d.Filtered = d.Status != "" || d.Project != ""
+	d.Label = strings.TrimSpace(q.Get("label"))
+	d.Filtered = d.Status != "" || d.Project != "" || d.Label != ""
 	f := store.ExecutionFilter{ProjectID: d.Project, Limit: runsPageSize, Offset: (d.Page - 1) * runsPageSize}
+	if d.Label != "" {
+		l, err := domain.ParseLabelFilter(d.Label)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.Labels = []domain.Label{l}
+	}
 	if d.Status != "" {
 		f.Statuses = []domain.ExecStatus{domain.ExecStatus(d.Status)}
 	}
@@ -374,6 +384,9 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		}
 		if d.Project != "" {
 			v.Set("project", d.Project)
+		}
+		if d.Label != "" {
+			v.Set("label", d.Label)
 		}
 		if n > 1 {
 			v.Set("page", strconv.Itoa(n))

@@ -26,13 +26,13 @@ const executionColumns = `id, organization_id, task_id, project_id, image, comma
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, container_id, lease_until, cancel_requested,
-	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis`
+	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
 // analysis (a run's parsed results can be large, and listing would read and decode them for
 // nothing) and what only the run plane reads: the sealed variables and the folders to collect.
 var listColumns = strings.NewReplacer("summary, tests,", "summary, '[]',", "report_folders, env_cipher,", "'[]', '',",
-	"report_indexes, analysis", "report_indexes, NULL").Replace(executionColumns)
+	"report_indexes, analysis,", "report_indexes, NULL,").Replace(executionColumns)
 
 func scanExecution(r scanner) (*domain.Execution, error) {
 	var e domain.Execution
@@ -47,6 +47,7 @@ func scanExecution(r scanner) (*domain.Execution, error) {
 type execRow struct {
 	e                                                          domain.Execution
 	reportFolders, envNames, summary, tests, reportDirs, notes string
+	labels                                                     string
 	reportIndexes, analysis                                    sql.NullString
 	exitCode, started, finished, lease                         sql.NullInt64
 	queued                                                     int64
@@ -60,7 +61,7 @@ func newExecRow() *execRow {
 		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &x.reportFolders, &e.EnvCipher, &x.envNames, &e.TriggeredBy,
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.ContainerID, &x.lease, &e.CancelRequested,
-		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis}
+		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels}
 	return x
 }
 
@@ -84,10 +85,13 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 		text string
 		dst  any
 	}{{x.reportFolders, &x.e.ReportFolders}, {x.envNames, &x.e.EnvNames}, {x.summary, &x.e.Summary},
-		{x.tests, &x.e.Tests}, {x.reportDirs, &x.e.ReportDirs}, {x.notes, &x.e.Notes}} {
+		{x.tests, &x.e.Tests}, {x.reportDirs, &x.e.ReportDirs}, {x.notes, &x.e.Notes}, {x.labels, &x.e.Labels}} {
 		if err := decodeJSON(c.text, c.dst); err != nil {
 			return err
 		}
+	}
+	if len(x.e.Labels) == 0 {
+		x.e.Labels = nil // none, as a run is queued without labels
 	}
 	if x.exitCode.Valid {
 		c := int(x.exitCode.Int64)
@@ -126,7 +130,11 @@ func nullInt(p *int) any {
 // with another generated taskId).
 func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	ensureID(&e.ID)
-	j, err := marshalJSON(e.ReportFolders, e.EnvNames, e.Summary, e.Tests, e.ReportDirs, e.Notes)
+	labels := e.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	j, err := marshalJSON(e.ReportFolders, e.EnvNames, e.Summary, e.Tests, e.ReportDirs, e.Notes, labels)
 	if err != nil {
 		return err
 	}
@@ -142,13 +150,13 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
 		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
 			nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis)
+			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6])
 		if err != nil {
 			return err
 		}
@@ -156,6 +164,12 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 			return err
 		} else if n == 0 {
 			return store.ErrConflict
+		}
+		for k, v := range e.Labels {
+			if _, err := s.exec(ctx, `INSERT INTO execution_labels (execution_id, organization_id, label_key, label_value) VALUES (?, ?, ?, ?)`,
+				e.ID, e.OrganizationID, k, v); err != nil {
+				return err
+			}
 		}
 		_, err = s.exec(ctx, `INSERT INTO run_ledger (execution_id, organization_id, queued_at) VALUES (?, ?, ?)`,
 			e.ID, e.OrganizationID, millis(e.QueuedAt))
@@ -208,6 +222,10 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	if f.Image != "" {
 		where = append(where, "image = ?")
 		args = append(args, f.Image)
+	}
+	for _, l := range f.Labels {
+		where = append(where, "id IN (SELECT execution_id FROM execution_labels WHERE organization_id = ? AND label_key = ? AND label_value = ?)")
+		args = append(args, orgID, l.Key, l.Value)
 	}
 	cond := strings.Join(where, " AND ")
 	limit := int64(f.Limit)
@@ -290,6 +308,13 @@ func pageKey(orgID string, f store.ExecutionFilter, limit int64, offset int) str
 		b.WriteByte(',')
 	}
 	b.WriteByte(0)
+	for _, l := range f.Labels {
+		b.WriteString(l.Key)
+		b.WriteByte(0)
+		b.WriteString(l.Value)
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
 	b.WriteString(strconv.FormatInt(limit, 10))
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(offset))

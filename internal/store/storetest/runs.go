@@ -441,6 +441,49 @@ func testExecutions(t *testing.T, open Opener) {
 		check("nothing matches", store.ExecutionFilter{Image: "nope"}, []string{}, 0)
 	})
 
+	t.Run("Labels", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.org(), f.org()
+		labelled := func(at int, labels map[string]string) *domain.Execution {
+			return f.runWith(o.ID, base.Add(time.Duration(at)*time.Minute), func(e *domain.Execution) { e.Labels = labels })
+		}
+		a := labelled(0, map[string]string{"branch": "main", "env": "staging", "note": "a:b c"})
+		b := labelled(1, map[string]string{"branch": "main", "env": "production"})
+		c := labelled(2, map[string]string{"branch": "feature/x"})
+		labelled(3, nil)
+		f.runWith(other.ID, base.Add(4*time.Minute), func(e *domain.Execution) { e.Labels = map[string]string{"branch": "main"} })
+
+		equal(t, "labels read back", f.getRun(o.ID, a.TaskID).Labels, a.Labels)
+		equal(t, "no labels", f.getRun(o.ID, c.TaskID).Labels, c.Labels)
+		check := func(what string, labels []domain.Label, wantIDs []string) {
+			t.Helper()
+			for _, limit := range []int{0, 1} { // a whole page, and a page that needs the count
+				got, total, err := f.s.Executions().List(f.ctx, o.ID, store.ExecutionFilter{Labels: labels, Limit: limit})
+				must(t, err)
+				want := wantIDs
+				if limit > 0 && len(want) > limit {
+					want = want[:limit]
+				}
+				equal(t, what+" IDs", ids(got, execID), want)
+				equal(t, what+" total", total, len(wantIDs))
+				if limit == 0 {
+					for _, e := range got {
+						if e.ID == a.ID {
+							equal(t, what+" labels in the list", e.Labels, a.Labels)
+						}
+					}
+				}
+			}
+		}
+		check("one label", []domain.Label{{Key: "branch", Value: "main"}}, []string{b.ID, a.ID})
+		check("all must match", []domain.Label{{Key: "branch", Value: "main"}, {Key: "env", Value: "staging"}}, []string{a.ID})
+		check("a value with colons and spaces", []domain.Label{{Key: "note", Value: "a:b c"}}, []string{a.ID})
+		check("no match", []domain.Label{{Key: "branch", Value: "mai"}}, []string{})
+		check("another value", []domain.Label{{Key: "branch", Value: "feature/x"}}, []string{c.ID})
+		must(t, f.s.Executions().Delete(f.ctx, o.ID, a.TaskID))
+		check("deleted runs' labels go", []domain.Label{{Key: "env", Value: "staging"}}, []string{})
+	})
+
 	t.Run("CountSinceAndActive", func(t *testing.T) {
 		f := setup(t, open)
 		o := f.orgOnPlan(domain.PlanTeam)

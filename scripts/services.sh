@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests use are installed and running on this Debian machine:
-# the Docker engine, PostgreSQL, Redis, stripe-mock and Chromium (for the browser tests). Idempotent: a service that already answers is reused,
+# the Docker engine, PostgreSQL, Redis, stripe-mock, MinIO (S3-compatible object storage for the
+# report store) and Chromium (for the browser tests). Idempotent: a service that already answers is reused,
 # whoever started it. Missing software is installed from Debian packages with apt-get.
 #
 # Progress goes to stderr; stdout carries only `export NAME=value` lines, so callers can do
@@ -12,6 +13,10 @@ STATE=${VERDICT_TEST_STATE:-/tmp/verdict-test}
 PG_PORT=${VERDICT_TEST_PG_PORT:-55432}
 REDIS_PORT=${VERDICT_TEST_REDIS_PORT:-56379}
 STRIPE_MOCK_PORT=${VERDICT_TEST_STRIPE_MOCK_PORT:-12111}
+MINIO_PORT=${VERDICT_TEST_MINIO_PORT:-59000}
+# Test-only credentials of the MinIO this script starts (its root user).
+MINIO_USER=verdict-test
+MINIO_PASSWORD=verdict-test-secret
 
 log() { printf 'services: %s\n' "$*" >&2; }
 die() {
@@ -190,6 +195,46 @@ ensure_stripe_mock() {
 	log "stripe-mock: up"
 }
 
+# --- MinIO (S3-compatible object storage: the report store's S3 tests) -----------------------
+# Built from source with go install into a cache outside the repository, reused across runs
+# (the first build takes minutes).
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO_BIN_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/verdict-tools/minio-$MINIO_VERSION
+minio_up() {
+	if command -v curl >/dev/null; then
+		curl -fs -o /dev/null "http://127.0.0.1:$MINIO_PORT/minio/health/live"
+	else
+		(exec 3<>"/dev/tcp/127.0.0.1/$MINIO_PORT") 2>/dev/null
+	fi
+}
+
+ensure_minio() {
+	if minio_up; then
+		log "minio: 127.0.0.1:$MINIO_PORT answers, reusing it"
+		return
+	fi
+	local bin=$MINIO_BIN_DIR/minio
+	if [[ ! -x $bin ]]; then
+		command -v go >/dev/null || die "minio: go is needed to build it"
+		mkdir -p "$MINIO_BIN_DIR"
+		log "minio: go install github.com/minio/minio@$MINIO_VERSION into $MINIO_BIN_DIR (the first build takes minutes)"
+		GOBIN=$MINIO_BIN_DIR GOFLAGS=-mod=mod go install "github.com/minio/minio@$MINIO_VERSION" >&2 ||
+			die "minio: go install failed"
+		[[ -x $bin ]] || die "minio: $bin missing after go install"
+	fi
+	local dir=$STATE/minio
+	mkdir -p "$dir/data"
+	log "minio: starting on 127.0.0.1:$MINIO_PORT (log: $dir/minio.log)"
+	MINIO_ROOT_USER=$MINIO_USER MINIO_ROOT_PASSWORD=$MINIO_PASSWORD MINIO_BROWSER=off MINIO_UPDATE=off \
+		setsid nohup "$bin" server --quiet --address "127.0.0.1:$MINIO_PORT" \
+		--console-address "127.0.0.1:$((MINIO_PORT + 1))" "$dir/data" >"$dir/minio.log" 2>&1 </dev/null &
+	wait_for 60 minio_up || {
+		tail -n 20 "$dir/minio.log" >&2 || true
+		die "minio: not answering on 127.0.0.1:$MINIO_PORT (see $dir/minio.log)"
+	}
+	log "minio: up"
+}
+
 # --- Chromium (the browser tests drive it headless through the DevTools protocol) ------------
 CHROMIUM=
 find_chromium() {
@@ -238,14 +283,22 @@ ensure_compose
 ensure_postgres
 ensure_redis
 ensure_stripe_mock
+ensure_minio
 ensure_chromium
 
 VERDICT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 VERDICT_TEST_REDIS="redis://127.0.0.1:$REDIS_PORT/0"
 VERDICT_TEST_STRIPE="http://127.0.0.1:$STRIPE_MOCK_PORT"
 VERDICT_TEST_CHROMIUM=$CHROMIUM
+VERDICT_TEST_S3="http://127.0.0.1:$MINIO_PORT"
+VERDICT_TEST_S3_ACCESS_KEY=$MINIO_USER
+VERDICT_TEST_S3_SECRET_KEY=$MINIO_PASSWORD
 export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS VERDICT_TEST_STRIPE VERDICT_TEST_CHROMIUM
+export VERDICT_TEST_S3 VERDICT_TEST_S3_ACCESS_KEY VERDICT_TEST_S3_SECRET_KEY
 printf 'export VERDICT_TEST_POSTGRES=%q\n' "$VERDICT_TEST_POSTGRES"
 printf 'export VERDICT_TEST_REDIS=%q\n' "$VERDICT_TEST_REDIS"
 printf 'export VERDICT_TEST_STRIPE=%q\n' "$VERDICT_TEST_STRIPE"
 printf 'export VERDICT_TEST_CHROMIUM=%q\n' "$VERDICT_TEST_CHROMIUM"
+printf 'export VERDICT_TEST_S3=%q\n' "$VERDICT_TEST_S3"
+printf 'export VERDICT_TEST_S3_ACCESS_KEY=%q\n' "$VERDICT_TEST_S3_ACCESS_KEY"
+printf 'export VERDICT_TEST_S3_SECRET_KEY=%q\n' "$VERDICT_TEST_S3_SECRET_KEY"

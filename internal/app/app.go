@@ -58,7 +58,9 @@ type App struct {
 	reaper  *run.Reaper
 	mailer  *mail.Worker
 	metrics *metrics.Metrics
-	closers []func()
+	// reportCheck is the report bucket's readiness check (nil: reports in the data folder).
+	reportCheck *api.Checker
+	closers     []func()
 }
 
 // Options adjust an App for tests: a controlled clock, other rate limits.
@@ -164,10 +166,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return nil, err
 	}
 	st.SealOutbox(mailBox)
-	reports, err := report.NewFSStore(cfg.DataDir)
+	reportStore, err := newReportStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("report store: %w", err)
 	}
+	reports := reportStore.Store
+	a.reportCheck = reportStore.check
 	// Report links are signed with a key derived from the JWT secret, so one secret to manage.
 	signer, err := report.NewSigner(deriveKey(cfg.JWTSecret, "verdict report links"))
 	if err != nil {
@@ -244,7 +248,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	if cfg.Runner == "embedded" {
 		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
-			ReportDir: reports.LocalDir, Box: box, Events: events, Clock: clock, Log: log,
+			ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events, Clock: clock, Log: log,
 			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
 	}
@@ -355,6 +359,9 @@ func (a *App) readiness() []api.Checker {
 		{Name: "docker", Check: a.backend.Ping, Optional: true}}
 	if a.redis != nil {
 		checks = append(checks, api.Checker{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
+	}
+	if a.reportCheck != nil {
+		checks = append(checks, *a.reportCheck)
 	}
 	return checks
 }

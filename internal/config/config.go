@@ -82,6 +82,15 @@ type Config struct {
 	// ReportsURL is a separate origin serving reports (no cookies of the API's); empty serves
 	// them from PublicURL.
 	ReportsURL string `env:"VERDICT_REPORTS_URL"`
+	// Reports in an S3-compatible bucket instead of the data folder: set with S3Bucket, empty
+	// keeps them on disk. S3Endpoint is the service's URL (its scheme decides TLS); S3PathStyle
+	// addresses the bucket as a path rather than a host name (most self-hosted stores).
+	S3Bucket    string `env:"VERDICT_S3_BUCKET"`
+	S3Endpoint  string `env:"VERDICT_S3_ENDPOINT"`
+	S3Region    string `env:"VERDICT_S3_REGION"`
+	S3AccessKey string `env:"VERDICT_S3_ACCESS_KEY"`
+	S3SecretKey string `env:"VERDICT_S3_SECRET_KEY"`
+	S3PathStyle bool   `env:"VERDICT_S3_PATH_STYLE" envDefault:"false"`
 	// BodyTimeout bounds the time to read a request's body (streams are exempt).
 	BodyTimeout time.Duration `env:"VERDICT_BODY_TIMEOUT" envDefault:"30s"`
 	// RateLimits overrides rate-limit buckets by name: "executions=600/1m,api=200/1m".
@@ -109,6 +118,40 @@ type Config struct {
 	BlockedNets []netip.Prefix           `env:"-"` // RunBlockedCIDRs parsed
 	Timeouts    map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
 	Limits      map[string]RateLimit     `env:"-"` // RateLimits parsed, by bucket name
+}
+
+// bucketName is the shape of an S3 bucket's name that every store accepts: 3 to 63 lower-case
+// letters, digits, dots and hyphens, starting and ending with a letter or digit.
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// checkS3 validates the report bucket's settings: all or none of them.
+func (c *Config) checkS3(bad func(name, format string, args ...any)) {
+	if c.S3Bucket == "" {
+		for name, v := range map[string]string{"VERDICT_S3_ENDPOINT": c.S3Endpoint, "VERDICT_S3_REGION": c.S3Region,
+			"VERDICT_S3_ACCESS_KEY": c.S3AccessKey, "VERDICT_S3_SECRET_KEY": c.S3SecretKey} {
+			if v != "" {
+				bad(name, "set without VERDICT_S3_BUCKET: set the bucket to keep reports in object storage, or unset it")
+			}
+		}
+		return
+	}
+	if !bucketName.MatchString(c.S3Bucket) || strings.Contains(c.S3Bucket, "..") {
+		bad("VERDICT_S3_BUCKET", "want a bucket name (3 to 63 lower-case letters, digits, dots and hyphens), got %q", c.S3Bucket)
+	}
+	c.S3Endpoint = strings.TrimRight(c.S3Endpoint, "/")
+	if c.S3Endpoint == "" {
+		bad("VERDICT_S3_ENDPOINT", "required with VERDICT_S3_BUCKET: the object store's URL, such as https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000")
+	} else if u, err := url.Parse(c.S3Endpoint); err == nil && u.User != nil {
+		bad("VERDICT_S3_ENDPOINT", "must not hold credentials: set VERDICT_S3_ACCESS_KEY and VERDICT_S3_SECRET_KEY")
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+		bad("VERDICT_S3_ENDPOINT", "want the object store's http(s) URL without a path, such as http://127.0.0.1:9000, got %q", c.S3Endpoint)
+	}
+	if c.S3AccessKey == "" || c.S3SecretKey == "" {
+		bad("VERDICT_S3_ACCESS_KEY", "VERDICT_S3_ACCESS_KEY and VERDICT_S3_SECRET_KEY are both required with VERDICT_S3_BUCKET")
+	}
+	if strings.ContainsAny(c.S3Region, " \t\r\n/") {
+		bad("VERDICT_S3_REGION", "want a region name such as us-east-1, got %q", c.S3Region)
+	}
 }
 
 // mondayVersion is the shape of a Monday.com API version: a year and a month.
@@ -297,6 +340,7 @@ func (c *Config) finish() error {
 			bad("VERDICT_REPORTS_URL", "must be on another host name than VERDICT_PUBLIC_URL")
 		}
 	}
+	c.checkS3(bad)
 	for _, kv := range strings.Split(c.RateLimits, ",") {
 		if kv = strings.TrimSpace(kv); kv == "" {
 			continue

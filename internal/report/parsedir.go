@@ -42,7 +42,13 @@ func ParseDir(root string) ([]domain.TestResult, error) {
 		return nil, err
 	}
 	defer r.Close()
-	p := dirParser{fsys: r.FS(), seen: map[[sha256.Size]byte]bool{}}
+	return ParseFS(r.FS())
+}
+
+// ParseFS is ParseDir over a file system: the run's reports as a Store other than FSStore
+// presents them (S3Store.FS). Its rules and bounds are ParseDir's.
+func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
+	p := dirParser{fsys: fsys, seen: map[[sha256.Size]byte]bool{}}
 	if err := fs.WalkDir(p.fsys, ".", p.visit); err != nil && !errors.Is(err, ErrLimit) {
 		p.note(".", err)
 	}

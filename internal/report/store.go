@@ -91,13 +91,22 @@ func (s *FSStore) LocalDir(orgID, taskID string) string {
 	return d
 }
 
-// runDir validates the IDs: both must have the task ID's shape (letters, digits, _ and -), so
-// neither can name another folder. Organization IDs made by domain.NewID have it.
+// runDir validates the IDs (validIDs) and names the run's folder.
 func (s *FSStore) runDir(orgID, taskID string) (string, error) {
-	if !domain.ValidTaskID(orgID) || !domain.ValidTaskID(taskID) {
-		return "", ErrInvalidID
+	if err := validIDs(orgID, taskID); err != nil {
+		return "", err
 	}
 	return filepath.Join(s.dir, orgID, taskID), nil
+}
+
+// validIDs checks both IDs: both must have the task ID's shape (letters, digits, _ and -), so
+// neither can name another folder or object prefix. Organization IDs made by domain.NewID
+// have it.
+func validIDs(orgID, taskID string) error {
+	if !domain.ValidTaskID(orgID) || !domain.ValidTaskID(taskID) {
+		return ErrInvalidID
+	}
+	return nil
 }
 
 // intoPattern is one component of Put's folder name; it may not start with a dot, which keeps
@@ -167,6 +176,20 @@ func publish(root *os.Root, tmp, into string) error {
 // entry. Every path goes through root, which refuses to leave the run's folder even if
 // something there were a link.
 func extract(ctx context.Context, root *os.Root, tmp string, r io.Reader, maxBytes int64) (int64, error) {
+	return walkArchive(ctx, r, maxBytes,
+		func(rel string) error { return root.MkdirAll(path.Join(tmp, rel), dirPerm) },
+		func(rel string, _ int64, r io.Reader) (int64, error) { return writeFile(root, path.Join(tmp, rel), r) })
+}
+
+// walkArchive reads a tar stream with the rules every Store's Put shares: at most MaxFiles
+// entries (ErrTooManyFiles), entries with a path entryPath refuses and every entry other than
+// folders and regular files skipped, and at most maxBytes of file content (ErrTooLarge,
+// decided from a file's header before any of it is written). It calls dir for each folder and
+// file for each regular file with its path under the copied folder ("" for the top entry
+// itself) and its size; file reads the content from r and returns the bytes it kept. The
+// result is the bytes of file content kept.
+func walkArchive(ctx context.Context, r io.Reader, maxBytes int64,
+	dir func(rel string) error, file func(rel string, size int64, r io.Reader) (int64, error)) (int64, error) {
 	tr := tar.NewReader(r)
 	var written int64
 	for entries := 0; ; entries++ {
@@ -187,17 +210,16 @@ func extract(ctx context.Context, root *os.Root, tmp string, r io.Reader, maxByt
 		if !ok {
 			continue
 		}
-		name := path.Join(tmp, rel)
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := root.MkdirAll(name, dirPerm); err != nil {
+			if err := dir(rel); err != nil {
 				return 0, err
 			}
 		case tar.TypeReg:
 			if h.Size > maxBytes-written {
 				return 0, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
 			}
-			n, err := writeFile(root, name, tr)
+			n, err := file(rel, h.Size, tr)
 			if err != nil {
 				return 0, err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -61,6 +62,10 @@ type Runner struct {
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
 	Poll      time.Duration // how often to look for work when not woken [1s]
+
+	// ReportFS presents a run's reports for parsing where they are not in a local folder
+	// (report.S3Store.FS); used instead of ReportDir when set.
+	ReportFS func(ctx context.Context, orgID, taskID string) (fs.FS, error)
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -552,14 +557,14 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 	}
 	// Recorded now, so that views link only folders that open without looking at the disk.
 	f.ReportIndexes = report.IndexedDirs(ctx, r.Reports, e.OrganizationID, e.TaskID, f.ReportDirs)
-	if len(f.ReportDirs) > 0 && r.ReportDir != nil {
+	if len(f.ReportDirs) > 0 && (r.ReportDir != nil || r.ReportFS != nil) {
 		// Results are the container's words: its secrets are masked in them as in its log.
 		mask, err := r.reportMask(e)
 		if err != nil {
 			f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
 			return f
 		}
-		tests, err := report.ParseDir(r.ReportDir(e.OrganizationID, e.TaskID))
+		tests, err := r.parseReports(ctx, e)
 		if err != nil {
 			f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
 		}
@@ -569,6 +574,18 @@ func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id str
 		f.Tests, f.Summary = tests, domain.Summarize(tests)
 	}
 	return f
+}
+
+// parseReports reads the test results in the run's stored reports.
+func (r *Runner) parseReports(ctx context.Context, e *domain.Execution) ([]domain.TestResult, error) {
+	if r.ReportFS == nil {
+		return report.ParseDir(r.ReportDir(e.OrganizationID, e.TaskID))
+	}
+	fsys, err := r.ReportFS(ctx, e.OrganizationID, e.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	return report.ParseFS(fsys)
 }
 
 // dropReports removes what was kept of the run's reports when together they would pass the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -90,6 +91,9 @@ func runPrefix(orgID, taskID string) (string, error) {
 	return orgID + "/" + taskID + "/", nil
 }
 
+// maxKeyBytes is the longest object key S3 stores accept; keys are UTF-8.
+const maxKeyBytes = 1024
+
 // cleanupTimeout bounds the removal of a refused Put's objects, which goes on when the Put's
 // own context has ended.
 const cleanupTimeout = time.Minute
@@ -124,6 +128,9 @@ func (s *S3Store) Put(ctx context.Context, orgID, taskID string, r io.Reader, in
 			key := base
 			if rel != "" {
 				key += "/" + rel
+			}
+			if len(key) > maxKeyBytes || !utf8.ValidString(key) {
+				return 0, nil // a name no S3 store takes: skipped, like a link
 			}
 			info, err := s.client.PutObject(ctx, s.bucket, key, r, size,
 				minio.PutObjectOptions{ContentType: ContentType(key)})

@@ -103,3 +103,19 @@ func TestS3FSMatchesTheFolder(t *testing.T) {
 		t.Error("FS of an invalid organization")
 	}
 }
+
+// Names an object store cannot take (not UTF-8, keys past 1024 bytes) are skipped, as links
+// are, rather than refusing the whole folder.
+func TestS3SkipsNamesTheStoreRefuses(t *testing.T) {
+	s := newS3TestStore(t)
+	archive := tarOf(t, entry{name: "r/ok.txt", body: "ok"}, entry{name: "r/bad-\xff.txt", body: "latin-1"},
+		entry{name: "r/" + strings.Repeat("d/", 480) + "long.txt", body: "long"}) // a key of 1,100 bytes
+	into := strings.Repeat("x", 120)
+	n, err := s.Put(context.Background(), org, task, bytes.NewReader(archive), into, 1<<20)
+	if err != nil || n != 2 {
+		t.Fatalf("Put = %d, %v", n, err)
+	}
+	if got := strings.Join(s.files(t), " "); got != org+"/"+task+"/"+into+"/ok.txt" {
+		t.Fatalf("files: %s", got)
+	}
+}

@@ -114,12 +114,17 @@ func adminCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return exitOK
 }
 
-func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer) error {
+// openStore opens the database the environment configures.
+func openStore(ctx context.Context) (*sqlstore.Store, error) {
 	cfg, err := config.Load()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	return sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+}
+
+func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer) error {
+	st, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,11 +157,7 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 }
 
 func migrate(ctx context.Context, stdout io.Writer) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	st, err := openStore(ctx)
 	if err != nil {
 		return err
 	}

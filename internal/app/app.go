@@ -25,6 +25,7 @@ import (
 	"verdict/internal/auth"
 	"verdict/internal/billing"
 	"verdict/internal/config"
+	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
@@ -53,9 +54,9 @@ type App struct {
 	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
 	Follow  *follow.Broadcaster
 	backend *docker.Backend
-	events  run.Events
+	events  control.Events
 	runner  *run.Runner
-	reaper  *run.Reaper
+	reaper  *control.Reaper
 	mailer  *mail.Worker
 	metrics *metrics.Metrics
 	// reportCheck is the report bucket's readiness check (nil: reports in the data folder).
@@ -247,13 +248,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Events: events, Clock: clock, Log: log})
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	if cfg.Runner == "embedded" {
-		a.runner = &run.Runner{ID: runnerID(cfg.DataDir), Store: st, Backend: backend, Reports: reports,
-			ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
+		// The embedded runner reaches the control plane in process, through its run.Peer.
+		plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+			Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
+		id := runnerID(cfg.DataDir)
+		a.runner = &run.Runner{ID: id, Peer: plane.Peer(id), Backend: backend, Clock: clock, Log: log,
+			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
 		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
 	}
 	execs := executions.New(execDeps)
-	a.reaper = &run.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
 		Metrics: a.metrics}
 
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
@@ -389,13 +393,13 @@ func (a *App) Run(ctx context.Context) {
 			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}
 		start(func(ctx context.Context) {
-			if err := run.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
+			if err := control.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
 				a.log.Warn("reconciling containers at start failed", "err", err)
 			}
 			a.runner.Run(ctx)
 		})
 		start(func(ctx context.Context) {
-			run.SweepContainersEvery(ctx, a.Store, a.backend, a.runner.ID, a.log, time.Minute)
+			control.SweepContainersEvery(ctx, a.Store, a.backend, a.runner.ID, a.log, time.Minute)
 		})
 	}
 	wg.Wait()

@@ -1,16 +1,16 @@
 package app
 
 import (
+	"verdict/internal/control"
 	"verdict/internal/domain"
 	"verdict/internal/metrics"
-	"verdict/internal/run"
 )
 
-// cancelCounter is the executions service's run.Events: it passes every event on and counts
+// cancelCounter is the executions service's control.Events: it passes every event on and counts
 // the runs that service ends itself, which are queued runs cancelled before a runner took them
 // (the service announces no other final status; the run plane counts the runs it ends).
 type cancelCounter struct {
-	run.Events
+	control.Events
 	m *metrics.Metrics
 }
 

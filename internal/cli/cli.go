@@ -259,6 +259,7 @@ func (r *runner) follow(ctx context.Context, taskID string) (string, int) {
 			case <-r.io.Interrupts:
 				if interrupted {
 					cancel()
+					<-done // nothing more is written once the command returns
 					r.say("interrupted again: leaving run %s as it is", taskID)
 					return "", ExitError
 				}
@@ -272,6 +273,7 @@ func (r *runner) follow(ctx context.Context, taskID string) (string, int) {
 					continue
 				}
 				cancel()
+				<-done
 				r.say("left run %s running", taskID)
 				return "", ExitError
 			}

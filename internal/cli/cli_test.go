@@ -216,3 +216,64 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatalf("an unreachable server: exit %d after %s", code, time.Since(start))
 	}
 }
+
+// hangingServer streams one log line, then holds the stream open until the run is cancelled,
+// when it sends the final CANCELLED.
+type hangingServer struct {
+	fakeServer
+	cancelled chan struct{}
+}
+
+func (h *hangingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/api/executions/run-1/events":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 3\nevent: execution-log\ndata: {\"taskId\":\"run-1\",\"log\":\"go\\n\",\"offset\":0}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-h.cancelled:
+			fmt.Fprint(w, "event: execution-updated\ndata: {\"taskId\":\"run-1\",\"status\":\"CANCELLED\"}\n\n")
+		case <-r.Context().Done():
+		}
+	case "/api/executions/run-1/cancel":
+		close(h.cancelled)
+		fmt.Fprint(w, `{"success":true}`)
+	default:
+		h.fakeServer.ServeHTTP(w, r)
+	}
+}
+
+// Ctrl-C asks once: yes cancels the run and waits for it to end (exit 2); no leaves it running.
+func TestInterruptAsksOnce(t *testing.T) {
+	for _, answer := range []bool{true, false} {
+		h := &hangingServer{fakeServer: fakeServer{t: t, status: "CANCELLED"}, cancelled: make(chan struct{})}
+		srv := httptest.NewServer(h)
+		interrupts := make(chan os.Signal, 1)
+		asked := 0
+		var out, errs bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- Run(context.Background(), []string{"--server", srv.URL}, IO{Stdout: &out, Stderr: &errs,
+				Getenv: func(k string) string { return map[string]string{"VERDICT_API_KEY": "pk_live_good"}[k] }, Interrupts: interrupts,
+				Ask: func(q string) bool { asked++; return answer }})
+		}()
+		time.Sleep(300 * time.Millisecond) // the command is following the run
+		interrupts <- os.Interrupt
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answer %v: the command did not end; stderr:\n%s", answer, errs.String())
+		}
+		srv.Close()
+		cancelled := false
+		select {
+		case <-h.cancelled:
+			cancelled = true
+		default:
+		}
+		if code != ExitError || asked != 1 || cancelled != answer || out.String() != "go\n" {
+			t.Fatalf("answer %v: exit %d, asked %d, cancelled %v, log %q\n%s", answer, code, asked, cancelled, out.String(), errs.String())
+		}
+	}
+}

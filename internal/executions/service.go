@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"verdict/internal/billing"
+	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
@@ -27,7 +28,7 @@ type Service struct {
 	box            *secretbox.Box
 	backend        run.Backend
 	reports        report.Store
-	events         run.Events
+	events         control.Events
 	wake           func()
 	stop           func(executionID string)
 	alerts         *billing.Alerts
@@ -47,7 +48,7 @@ type Deps struct {
 	Box     *secretbox.Box
 	Backend run.Backend // for tests-structure; nil when no engine is configured
 	Reports report.Store
-	Events  run.Events
+	Events  control.Events
 	Wake    func()                   // wakes the embedded runner after a run is queued; nil: none
 	Stop    func(executionID string) // stops a run held by the embedded runner at once; nil: none
 	Alerts  *billing.Alerts          // usage alerts as runs and projects are added; nil: none
@@ -236,7 +237,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		e.EnvNames = append(e.EnvNames, k)
 	}
 	sort.Strings(e.EnvNames)
-	cipher, err := run.SealEnv(s.box, env)
+	cipher, err := control.SealEnv(s.box, env)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
-// Package run is the run plane: the scheduler that hands PENDING executions to runners, the
-// runner loop, and the Backend interface that a container engine implements.
+// Package run is the run plane: the runner loop, the Backend interface that a container engine
+// implements, and Peer, the one interface through which a runner reaches the control plane
+// (claims, leases, logs, reports, final results). It knows nothing of the store, billing,
+// secrets at rest or report storage: package control implements Peer over them.
 package run
 
 import (

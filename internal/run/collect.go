@@ -2,13 +2,12 @@ package run
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
-	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"strings"
-
-	"verdict/internal/report"
 )
 
 // appDir holds a run's report folders in its container: collection copies it out once.
@@ -23,13 +22,9 @@ const skipBudget = 16 << 20
 // tarBlock is the size of a tar header, counted with each skipped entry's content.
 const tarBlock = 512
 
-// errPutReturned ends a folder's pipe once its Put returned, so that writes after an early
-// return (too many files) fail at once instead of blocking.
-var errPutReturned = errors.New("report folder already stored or refused")
-
-// reportFolders are the run's folders under /app to keep: trimmed, without repeats, and
-// without those inside another listed folder (they are kept as part of it).
-func reportFolders(listed []string) []string {
+// ReportFolders are the run's folders under /app to keep, from those listed: trimmed, without
+// repeats, and without those inside another listed folder (they are kept as part of it).
+func ReportFolders(listed []string) []string {
 	var out []string
 	for _, f := range listed {
 		out = append(out, strings.Trim(f, "/"))
@@ -50,14 +45,10 @@ func reportFolders(listed []string) []string {
 	return keep
 }
 
-// placeEntry finds the folder that holds an entry of the archive of appDir and the entry's
-// name in an archive of that folder alone (rooted at its base name, as a copy of the folder
-// gives it). ok is false for entries outside every folder.
-func placeEntry(name string, folders []string) (folder, inFolder string, ok bool) {
-	_, rel, found := strings.Cut(name, "/") // the first component is appDir's own name
-	if !found {
-		return "", "", false
-	}
+// PlaceEntry finds the folder that holds rel, an entry's path under /app (junit/a.xml), and the
+// entry's name in an archive of that folder alone (rooted at its base name, as a copy of the
+// folder gives it). ok is false for entries outside every folder.
+func PlaceEntry(rel string, folders []string) (folder, inFolder string, ok bool) {
 	clean := strings.TrimSuffix(rel, "/")
 	for _, f := range folders {
 		if clean == f || strings.HasPrefix(clean, f+"/") {
@@ -67,157 +58,117 @@ func placeEntry(name string, folders []string) (folder, inFolder string, ok bool
 	return "", "", false
 }
 
-// folderResult is what storing one folder gave.
-type folderResult struct {
-	written int64
-	err     error
+// archiveReports writes to w the archive Peer.Upload takes: the run's report folders, entries
+// named by their path under /app. With whole, one copy of /app brings them; past skipBudget
+// bytes outside the folders that copy is given up (the image is remembered as one with a big
+// /app) and the folders not met are copied one by one, as they all are without whole. A copy
+// that fails midway, or an archive Upload stopped reading, ends it with the error.
+func (r *Runner) archiveReports(ctx context.Context, id, image string, folders []string, whole bool, w io.Writer, log *slog.Logger) error {
+	tw := tar.NewWriter(w)
+	remaining := folders
+	if whole {
+		rc, err := r.Backend.CopyOut(ctx, id, appDir)
+		switch {
+		case errors.Is(err, ErrPathNotFound):
+			remaining = nil
+		case err != nil:
+			log.Warn("copying the report folders failed", "err", err)
+		default:
+			met, partial, err := filterApp(rc, folders, tw)
+			rc.Close()
+			if err != nil {
+				return err
+			}
+			remaining = nil
+			if partial {
+				r.rememberBigApp(image)
+				for _, f := range folders {
+					if !met[f] {
+						remaining = append(remaining, f)
+					}
+				}
+			}
+		}
+	}
+	for _, folder := range remaining {
+		rc, err := r.Backend.CopyOut(ctx, id, appDir+"/"+folder)
+		if errors.Is(err, ErrPathNotFound) {
+			continue
+		}
+		if err != nil {
+			log.Warn("copying a report folder failed", "folder", folder, "err", err)
+			continue
+		}
+		err = copyFolder(rc, folder, tw)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return tw.Close()
 }
 
-// putFunc stores one folder's archive under into, as report.Store.Put does.
-type putFunc func(r io.Reader, into string) (int64, error)
-
-// splitReports reads src, an archive of appDir, and stores each report folder found in it
-// through put, as an archive of that folder alone. The folders' puts run side by side, each
-// fed through a pipe, so they need not come one after another in src. room bounds the
-// folders' file content together (negative: no bound): past it every put is abandoned and the
-// error is report.ErrTooLarge.
-//
-// After skipBudget bytes outside the folders it stops reading: the folders met so far are
-// stored (the engine's archive is a tree walk, which lists a folder's entries together) and
-// partial is true; the others are left to the caller.
-func splitReports(src io.Reader, folders []string, room int64, put putFunc) (found map[string]folderResult, partial bool, err error) {
-	in := &errReader{r: src}
-	tr := tar.NewReader(in)
-	puts := map[string]*folderPut{}
-	results := func(end func(*folderPut)) map[string]folderResult {
-		out := make(map[string]folderResult, len(puts))
-		for f, p := range puts {
-			end(p)
-			out[f] = p.res
-		}
-		return out
-	}
-	abort := func(cause error) { results(func(p *folderPut) { p.abort(cause) }) }
-	var content, skipped int64
+// filterApp passes on the entries of src, an archive of appDir, that lie in folders, under
+// their path in /app. After skipBudget bytes outside the folders it stops reading: the folders
+// met so far are passed on whole (the engine's archive is a tree walk, which lists a folder's
+// entries together) and partial is true.
+func filterApp(src io.Reader, folders []string, tw *tar.Writer) (met map[string]bool, partial bool, err error) {
+	tr := tar.NewReader(src)
+	met = map[string]bool{}
+	var skipped int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return results((*folderPut).close), false, nil
+			return met, false, nil
 		}
 		if err != nil {
-			abort(err)
-			return nil, false, fmt.Errorf("reading the archive of %s: %w", appDir, err)
+			return nil, false, err
 		}
-		folder, name, ok := placeEntry(h.Name, folders)
-		if !ok {
+		_, rel, found := strings.Cut(h.Name, "/") // the first component is appDir's own name
+		folder, _, ok := PlaceEntry(rel, folders)
+		if !found || !ok {
 			if skipped += tarBlock + max(h.Size, 0); skipped > skipBudget {
-				return results((*folderPut).close), true, nil
+				return met, true, nil
 			}
 			continue
 		}
-		if h.Typeflag == tar.TypeReg {
-			if room >= 0 && h.Size > room-content {
-				abort(report.ErrTooLarge)
-				return nil, false, fmt.Errorf("%w: more than %d bytes", report.ErrTooLarge, room)
-			}
-			content += h.Size
-		}
-		p := puts[folder]
-		if p == nil {
-			p = startPut(folder, put)
-			puts[folder] = p
-		}
-		if err := p.write(h, name, tr); err != nil && in.err != nil {
-			abort(in.err)
-			return nil, false, fmt.Errorf("reading the archive of %s: %w", appDir, in.err)
+		met[folder] = true
+		if err := passEntry(tw, h, rel, tr); err != nil {
+			return nil, false, err
 		}
 	}
 }
 
-// folderPut feeds one folder's entries to its put, running in its own goroutine.
-type folderPut struct {
-	out    *errWriter
-	pw     *io.PipeWriter
-	tw     *tar.Writer
-	failed bool // the put no longer reads: its further entries are dropped
-	done   chan struct{}
-	res    folderResult
-}
-
-func startPut(into string, put putFunc) *folderPut {
-	pr, pw := io.Pipe()
-	p := &folderPut{pw: pw, out: &errWriter{w: pw}, done: make(chan struct{})}
-	p.tw = tar.NewWriter(p.out)
-	go func() {
-		defer close(p.done)
-		p.res.written, p.res.err = put(pr, into)
-		pr.CloseWithError(errPutReturned)
-	}()
-	return p
-}
-
-// write passes one entry on under name. Its error is the source's or the put's; a put that
-// failed, or an entry that cannot be written, ends the put with the error it returns.
-func (p *folderPut) write(h *tar.Header, name string, data io.Reader) error {
-	if p.failed {
-		return nil
+// copyFolder passes on the entries of src, an archive of folder alone (rooted at its base
+// name), under their path in /app.
+func copyFolder(src io.Reader, folder string, tw *tar.Writer) error {
+	base := path.Base(folder)
+	tr := tar.NewReader(src)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rest, ok := strings.CutPrefix(h.Name, base)
+		if !ok || (rest != "" && rest[0] != '/') {
+			continue
+		}
+		if err := passEntry(tw, h, folder+rest, tr); err != nil {
+			return err
+		}
 	}
-	// A fresh header: the source's may carry PAX records (its long name among them).
-	err := p.tw.WriteHeader(&tar.Header{Name: name, Typeflag: h.Typeflag, Size: h.Size, Mode: h.Mode,
+}
+
+// passEntry writes one entry under name, with a fresh header: the source's may carry PAX
+// records (its long name among them).
+func passEntry(tw *tar.Writer, h *tar.Header, name string, data io.Reader) error {
+	err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: h.Typeflag, Size: h.Size, Mode: h.Mode,
 		ModTime: h.ModTime, Linkname: h.Linkname, Devmajor: h.Devmajor, Devminor: h.Devminor})
 	if err == nil && h.Typeflag == tar.TypeReg {
-		_, err = io.Copy(p.tw, data)
-	}
-	if err != nil {
-		p.failed = true
-		if p.out.err == nil {
-			// Not the pipe: the entry could not be encoded, or the source failed (the caller
-			// tells which). Either way this folder cannot be stored whole.
-			p.pw.CloseWithError(err)
-		}
+		_, err = io.Copy(tw, data)
 	}
 	return err
-}
-
-// close ends the folder's archive and waits for its put.
-func (p *folderPut) close() {
-	if !p.failed {
-		_ = p.tw.Close()
-	}
-	_ = p.pw.Close()
-	<-p.done
-}
-
-// abort makes the put fail with cause (it keeps nothing) and waits for it.
-func (p *folderPut) abort(cause error) {
-	p.pw.CloseWithError(cause)
-	<-p.done
-}
-
-// errReader and errWriter remember their last error, to tell a failing source from a put that
-// stopped reading.
-type errReader struct {
-	r   io.Reader
-	err error
-}
-
-func (e *errReader) Read(b []byte) (int, error) {
-	n, err := e.r.Read(b)
-	if err != nil && err != io.EOF {
-		e.err = err
-	}
-	return n, err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	n, err := e.w.Write(b)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }

@@ -3,14 +3,10 @@ package run
 import (
 	"archive/tar"
 	"bytes"
-	"context"
-	"errors"
 	"io"
 	"slices"
 	"strings"
 	"testing"
-
-	"verdict/internal/report"
 )
 
 type tarEntry struct {
@@ -40,139 +36,70 @@ func tarOf(t *testing.T, entries ...tarEntry) []byte {
 	return buf.Bytes()
 }
 
-func storePut(t *testing.T) (*report.FSStore, putFunc) {
+// names lists an archive's entries.
+func names(t *testing.T, archive []byte) []string {
 	t.Helper()
-	s, err := report.NewFSStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h.Name)
 	}
-	return s, func(r io.Reader, into string) (int64, error) {
-		return s.Put(context.Background(), "org1", "task1", r, into, 1<<40)
-	}
-}
-
-func readReport(t *testing.T, s *report.FSStore, rel string) (string, bool) {
-	t.Helper()
-	rc, _, err := s.Open(context.Background(), "org1", "task1", rel)
-	if err != nil {
-		return "", false
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b), true
 }
 
 func TestReportFoldersAndPlaceEntry(t *testing.T) {
-	got := reportFolders([]string{"/reports/", "junit", "reports/junit", "junit", "", "a/b", "a/bc"})
+	got := ReportFolders([]string{"/reports/", "junit", "reports/junit", "junit", "", "a/b", "a/bc"})
 	if want := []string{"reports", "junit", "a/b", "a/bc"}; !slices.Equal(got, want) {
-		t.Fatalf("reportFolders = %q, want %q", got, want)
+		t.Fatalf("ReportFolders = %q, want %q", got, want)
 	}
 	folders := []string{"reports", "a/b"}
 	for name, want := range map[string]string{
-		"app/reports/":        "reports/",
-		"app/reports":         "reports",
-		"app/reports/x/y.xml": "reports/x/y.xml",
-		"app/a/b/c.txt":       "b/c.txt",
-		"app/reports-old/x":   "",
-		"app/a/bc/x":          "",
-		"app/":                "",
-		"app":                 "",
+		"reports/":        "reports/",
+		"reports":         "reports",
+		"reports/x/y.xml": "reports/x/y.xml",
+		"a/b/c.txt":       "b/c.txt",
+		"reports-old/x":   "",
+		"a/bc/x":          "",
+		"":                "",
 	} {
-		f, in, ok := placeEntry(name, folders)
-		if ok != (want != "") || in != want || (ok && !strings.HasPrefix(name[4:], f)) {
-			t.Errorf("placeEntry(%q) = %q, %q, %v; want %q", name, f, in, ok, want)
+		f, in, ok := PlaceEntry(name, folders)
+		if ok != (want != "") || in != want || (ok && !strings.HasPrefix(name, f)) {
+			t.Errorf("PlaceEntry(%q) = %q, %q, %v; want %q", name, f, in, ok, want)
 		}
 	}
 }
 
-// One archive of /app, folders interleaved with other files and one folder's entries split
-// (which a tree walk never does, but the split must not care): each folder is stored whole and
-// nothing else is.
-func TestSplitReportsStoresEachFolder(t *testing.T) {
-	s, put := storePut(t)
-	src := tarOf(t,
+// The upload archive holds the folders' entries under their path in /app, from the copy of
+// /app and from a copy of one folder alike; the rest of /app is left out.
+func TestFilterAppAndCopyFolder(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	app := tarOf(t,
 		tarEntry{"app/", ""},
 		tarEntry{"app/junit/", ""},
 		tarEntry{"app/junit/a.xml", "<a/>"},
 		tarEntry{"app/node_modules/m.js", "module"},
-		tarEntry{"app/reports/deep/r.txt", "r"},
-		tarEntry{"app/junit/b.xml", "<b/>"},
-		tarEntry{"app/tests/t.spec.ts", "spec"},
+		tarEntry{"app/a/b/r.txt", "r"},
 	)
-	found, partial, err := splitReports(bytes.NewReader(src), []string{"junit", "reports", "allure-results"}, -1, put)
-	if err != nil || partial {
-		t.Fatalf("split: %v, partial %v", err, partial)
+	met, partial, err := filterApp(bytes.NewReader(app), []string{"junit", "a/b", "reports"}, tw)
+	if err != nil || partial || !met["junit"] || !met["a/b"] || met["reports"] {
+		t.Fatalf("filterApp: %v, partial %v, met %v", err, partial, met)
 	}
-	if len(found) != 2 || found["junit"].written != 8 || found["reports"].written != 1 || found["junit"].err != nil {
-		t.Fatalf("found %+v", found)
+	one := tarOf(t, tarEntry{"reports/", ""}, tarEntry{"reports/x/y.txt", "y"}, tarEntry{"reportsy", "no"})
+	if err := copyFolder(bytes.NewReader(one), "deep/reports", tw); err != nil {
+		t.Fatal(err)
 	}
-	for rel, want := range map[string]string{"junit/a.xml": "<a/>", "junit/b.xml": "<b/>", "reports/deep/r.txt": "r"} {
-		if got, ok := readReport(t, s, rel); !ok || got != want {
-			t.Errorf("%s = %q, %v", rel, got, ok)
-		}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
-	for _, rel := range []string{"node_modules/m.js", "tests/t.spec.ts", "m.js"} {
-		if _, ok := readReport(t, s, rel); ok {
-			t.Errorf("%s was kept", rel)
-		}
-	}
-}
-
-// The storage room bounds the folders together: past it nothing is kept.
-func TestSplitReportsRoomIsForAllFolders(t *testing.T) {
-	s, put := storePut(t)
-	src := tarOf(t,
-		tarEntry{"app/junit/a.xml", strings.Repeat("a", 600)},
-		tarEntry{"app/reports/b.txt", strings.Repeat("b", 600)},
-	)
-	_, _, err := splitReports(bytes.NewReader(src), []string{"junit", "reports"}, 1000, put)
-	if !errors.Is(err, report.ErrTooLarge) {
-		t.Fatalf("err %v, want ErrTooLarge", err)
-	}
-	if n, err := s.Size(context.Background(), "org1", "task1"); err != nil || n != 0 {
-		t.Fatalf("%d bytes kept (%v), want none", n, err)
-	}
-	if _, _, err := splitReports(bytes.NewReader(src), []string{"junit", "reports"}, 1200, put); err != nil {
-		t.Fatalf("within the room: %v", err)
-	}
-}
-
-// A put that stops reading early (too many files) leaves its folder out, not the others, and
-// does not block the split.
-func TestSplitReportsPutRefusingEarly(t *testing.T) {
-	s, put := storePut(t)
-	refusing := func(r io.Reader, into string) (int64, error) {
-		if into == "many" {
-			_, _ = tar.NewReader(r).Next()
-			return 0, report.ErrTooManyFiles
-		}
-		return put(r, into)
-	}
-	entries := []tarEntry{{"app/many/", ""}}
-	for range 50 {
-		entries = append(entries, tarEntry{"app/many/f", strings.Repeat("m", 4096)})
-	}
-	entries = append(entries, tarEntry{"app/zz/z.txt", "z"})
-	found, _, err := splitReports(bytes.NewReader(tarOf(t, entries...)), []string{"many", "zz"}, -1, refusing)
-	if err != nil || !errors.Is(found["many"].err, report.ErrTooManyFiles) || found["zz"].err != nil {
-		t.Fatalf("split: %v, %+v", err, found)
-	}
-	if got, ok := readReport(t, s, "zz/z.txt"); !ok || got != "z" {
-		t.Fatalf("zz/z.txt = %q, %v", got, ok)
-	}
-}
-
-// A truncated archive keeps nothing and says so.
-func TestSplitReportsTruncatedArchive(t *testing.T) {
-	s, put := storePut(t)
-	src := tarOf(t, tarEntry{"app/junit/a.xml", strings.Repeat("a", 5000)}, tarEntry{"app/junit/b.xml", "b"})
-	if _, _, err := splitReports(bytes.NewReader(src[:3000]), []string{"junit"}, -1, put); err == nil {
-		t.Fatal("a truncated archive gave no error")
-	}
-	if n, _ := s.Size(context.Background(), "org1", "task1"); n != 0 {
-		t.Fatalf("%d bytes kept from a truncated archive", n)
+	want := []string{"junit/", "junit/a.xml", "a/b/r.txt", "deep/reports/", "deep/reports/x/y.txt"}
+	if got := names(t, buf.Bytes()); !slices.Equal(got, want) {
+		t.Fatalf("archive %q, want %q", got, want)
 	}
 }

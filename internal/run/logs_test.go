@@ -20,7 +20,7 @@ func collect(t *testing.T, r io.Reader, env RunEnv) ([]string, []time.Time) {
 		chunks []string
 		at     []time.Time
 	)
-	pumpLogs(context.Background(), r, masker(env), func(c string) {
+	pumpLogs(context.Background(), r, Masker(env), func(c string) {
 		mu.Lock()
 		chunks, at = append(chunks, c), append(at, time.Now())
 		mu.Unlock()

@@ -5,67 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
-	"verdict/internal/billing"
 
-	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
-	"verdict/internal/report"
-	"verdict/internal/store"
 )
 
-// Events is where the runner announces what happens; the realtime hub implements it.
-type Events interface {
-	ExecutionUpdated(e *domain.Execution)
-	// ExecutionLog announces chunk (whole lines), which starts offset bytes into the run's log.
-	ExecutionLog(orgID, taskID, chunk string, offset int64)
-}
-
-// Metrics records runs as they start and reach their final status (metrics.Metrics).
-type Metrics interface {
-	RunStarted(e *domain.Execution)
-	RunFinished(e *domain.Execution)
-}
-
-// Runner claims PENDING executions and carries them out on its Backend, Slots at a time.
-// It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
+// Runner claims PENDING runs from its Peer and carries them out on its Backend, Slots at a
+// time. It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
 //
 // A run holds a slot while its container runs. Once the container has exited, its reports are
-// collected, the container removed and the final status written by one of Collectors, and the
-// slot goes to the next run at once. The run stays RUNNING (its lease renewed, cancels heard)
-// until that final write, so it still counts against its organization's maxConcurrentRuns,
-// which the store counts from RUNNING runs: the limit stays exact while the runner's own
-// capacity is Slots containers plus Collectors collections.
+// collected and uploaded, the container removed and the run ended (Peer.Done) by one of
+// Collectors, and the slot goes to the next run at once. The run stays RUNNING (its lease
+// renewed, cancels heard) until Done returns, so it still counts against its organization's
+// maxConcurrentRuns, which the control plane counts from RUNNING runs: the limit stays exact
+// while the runner's own capacity is Slots containers plus Collectors collections.
 type Runner struct {
-	ID        string
-	Store     store.Store
-	Backend   Backend
-	Reports   report.Store
-	ReportDir func(orgID, taskID string) string // local folder of a run's reports, for parsing
-	Box       *secretbox.Box
-	Events    Events
-	Clock     domain.Clock
-	Log       *slog.Logger
-	Slots     int
+	ID      string
+	Peer    Peer // the control plane
+	Backend Backend
+	Clock   domain.Clock
+	Log     *slog.Logger
+	Slots   int
 	// Collectors bounds the runs collecting reports at once [Slots]; a run whose container
 	// exited waits for one while keeping its slot, so collections cannot pile up.
 	Collectors int
 	Resources  Resources
-	Alerts     *billing.Alerts // storage alerts as reports are kept or refused; nil: none
-	Analyst    Analyst         // explains failed runs (see settle); nil: none
-	Metrics    Metrics         // records starts and ends; nil: none
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
 	Poll      time.Duration // how often to look for work when not woken [1s]
-
-	// ReportFS presents a run's reports for parsing where they are not in a local folder
-	// (report.S3Store.FS); used instead of ReportDir when set.
-	ReportFS func(ctx context.Context, orgID, taskID string) (fs.FS, error)
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -112,7 +83,6 @@ func (r *Runner) Notify() {
 var (
 	errCancelled = errors.New("cancelled")
 	errShutdown  = errors.New("runner stopped")
-	errLeaseLost = errors.New("lease lost")
 )
 
 // Cancel stops a run this runner holds, at once (the heartbeat would find it too).
@@ -125,8 +95,6 @@ func (r *Runner) Cancel(executionID string) {
 		c(errCancelled)
 	}
 }
-
-func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns }
 
 // Run claims and carries out runs until ctx ends; then it stops its containers, settles their
 // runs as ERROR, and returns.
@@ -144,9 +112,8 @@ func (r *Runner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		now := r.Clock()
-		e, err := r.Store.Executions().Claim(ctx, r.ID, now, now.Add(r.Lease), limitFor)
-		if err != nil || e == nil {
+		w, err := r.Peer.Next(ctx, r.Lease)
+		if err != nil || w == nil {
 			<-slots
 			if err != nil && ctx.Err() == nil {
 				r.Log.Error("claiming a run failed", "err", err)
@@ -164,7 +131,7 @@ func (r *Runner) Run(ctx context.Context) {
 			defer wg.Done()
 			l := &lane{slots: slots, collectors: collectors, notify: r.Notify, slot: true}
 			defer l.release()
-			r.execute(ctx, e, l)
+			r.execute(ctx, w, l)
 		}()
 	}
 }
@@ -209,56 +176,38 @@ func (l *lane) release() {
 
 // execute carries out one claimed run from start to its final status, holding l's slot until
 // its container is no longer running and a collector until its reports are in.
-func (r *Runner) execute(parent context.Context, e *domain.Execution, l *lane) {
-	log := r.Log.With("org", e.OrganizationID, "task", e.TaskID)
+func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
+	log := r.Log.With("org", w.OrganizationID, "task", w.TaskID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
 	stopOnShutdown := context.AfterFunc(parent, func() { cancel(errShutdown) })
 	defer stopOnShutdown()
 	r.mu.Lock()
-	r.cancels[e.ID] = cancel
+	r.cancels[w.ID] = cancel
 	r.mu.Unlock()
-	defer func() { r.mu.Lock(); delete(r.cancels, e.ID); r.mu.Unlock() }()
+	defer func() { r.mu.Lock(); delete(r.cancels, w.ID); r.mu.Unlock() }()
 
-	r.Events.ExecutionUpdated(e)
-	if r.Metrics != nil {
-		r.Metrics.RunStarted(e)
-	}
-	// The lease is renewed until the final write, not only until the run's context ends: a
+	// The lease is renewed until Done returns, not only until the run's context ends: a
 	// cancelled or timed-out run still stops its container and collects its reports, and the
 	// reaper must not take it for lost meanwhile.
 	alive, stopLease := context.WithCancel(context.WithoutCancel(parent))
 	defer stopLease()
-	go r.keepLease(alive, cancel, e)
+	go r.keepLease(alive, cancel, w)
 
-	f := r.carryOut(ctx, e, log, l.exited)
-	f.FinishedAt = r.Clock()
+	res := r.carryOut(ctx, w, log, l.exited)
+	res.FinishedAt = r.Clock()
 	l.collected()
-	r.settle(ctx, e, f, log)
-}
-
-// countStorage adds u.Used report bytes to the organization's storage (none when reports were
-// refused) and raises the storage alerts the new figure, or the refusal, calls for.
-func (r *Runner) countStorage(ctx context.Context, orgID string, u billing.Usage) error {
-	return r.Store.InTx(ctx, func(tx store.Store) error {
-		if u.Used > 0 {
-			if err := tx.Organizations().AddStorageUsed(ctx, orgID, u.Used); err != nil {
-				return err
-			}
-		}
-		org, err := tx.Organizations().Get(ctx, orgID)
-		if err != nil {
-			return err
-		}
-		u.Resource, u.Before = billing.ResourceStorage, org.StorageUsedBytes-u.Used
-		u.Used, u.Limit = org.StorageUsedBytes, org.Limits().MaxStorageBytes
-		return r.Alerts.Check(ctx, tx, org, u)
-	})
+	// The post-run chain (analysis, the final write) is the control plane's; the run holds
+	// no slot and no collector meanwhile, only its lease.
+	if err := r.Peer.Done(ctx, w.ID, res); err != nil {
+		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+	}
+	log.Info("run finished", "status", res.Status, "error", res.Error)
 }
 
 // keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
 // (renewing on while the cancelled run winds down) or the lease was lost.
-func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, e *domain.Execution) {
+func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, w *Work) {
 	t := time.NewTicker(r.Heartbeat)
 	defer t.Stop()
 	for {
@@ -267,13 +216,13 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 			return
 		case <-t.C:
 		}
-		stop, err := r.Store.Executions().Heartbeat(ctx, e.ID, r.ID, r.Clock().Add(r.Lease))
+		stop, err := r.Peer.Extend(ctx, w.ID, r.Lease)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			cancel(errLeaseLost)
+		case errors.Is(err, ErrLeaseLost):
+			cancel(ErrLeaseLost)
 			return
 		case err != nil:
-			r.Log.Warn("lease renewal failed", "task", e.TaskID, "err", err)
+			r.Log.Warn("lease renewal failed", "task", w.TaskID, "err", err)
 		case stop:
 			cancel(errCancelled) // a no-op after the first
 		}
@@ -281,27 +230,23 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 // carryOut runs the container and works out the result. It never returns without a status.
-func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Logger, exited func()) store.Finish {
-	fail := func(format string, args ...any) store.Finish {
-		return store.Finish{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
+func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited func()) Result {
+	fail := func(format string, args ...any) Result {
+		return Result{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
 	}
-	env, err := OpenEnv(r.Box, e.EnvCipher)
-	if err != nil {
-		return fail("the run's variables could not be decrypted")
-	}
-	if err := r.Backend.EnsureImage(ctx, e.Image); err != nil {
+	if err := r.Backend.EnsureImage(ctx, w.Image); err != nil {
 		if ended := endedBy(ctx); ended != nil {
 			return *ended
 		}
 		if errors.Is(err, ErrImageNotFound) {
-			return fail("image %q not found on the Docker engine and could not be pulled", e.Image)
+			return fail("image %q not found on the Docker engine and could not be pulled", w.Image)
 		}
 		// The engine's words can tell an open registry port from a closed one: they go to the
 		// log, not to the run.
-		log.Warn("preparing the image failed", "image", e.Image, "err", err)
-		return fail("the Docker engine could not prepare image %q", e.Image)
+		log.Warn("preparing the image failed", "image", w.Image, "err", err)
+		return fail("the Docker engine could not prepare image %q", w.Image)
 	}
-	spec, err := r.spec(e, env)
+	spec, err := r.spec(w)
 	if err != nil {
 		// Commands are checked when runs are queued; one queued before that check may not parse.
 		return fail("the command could not be read: %v", err)
@@ -320,24 +265,24 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 			log.Warn("removing the container failed", "container", id, "err", err)
 		}
 	}()
-	if err := r.Store.Executions().SetContainer(ctx, e.ID, id); err != nil {
+	if err := r.Peer.Started(ctx, w.ID, id); err != nil {
 		log.Warn("recording the container failed", "err", err)
 	}
 
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(logsDone)
-		r.streamLogs(ctx, e, id, masker(env), log)
+		r.streamLogs(ctx, w, id, Masker(w.Env), log)
 	}()
 
-	timeout := time.Duration(e.TimeoutSeconds) * time.Second
+	timeout := time.Duration(w.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
 		timeout = domain.DefaultTimeout
 	}
 	wctx, wcancel := context.WithTimeout(ctx, timeout)
 	exit, werr := r.Backend.Wait(wctx, id)
 	wcancel()
-	var ended *store.Finish
+	var ended *Result
 	if werr != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if err := r.Backend.Stop(sctx, id, 5*time.Second); err != nil {
@@ -367,28 +312,25 @@ func (r *Runner) carryOut(ctx context.Context, e *domain.Execution, log *slog.Lo
 	// Reports are kept for every run that got as far as a container, even a cancelled one.
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer rcancel()
-	f := r.collectReports(rctx, e, id, log)
+	reports := r.collectReports(rctx, w, id, log)
 	if ended != nil {
-		ended.ReportDirs, ended.ReportBytes, ended.Notes = f.ReportDirs, f.ReportBytes, f.Notes
-		ended.Tests, ended.Summary, ended.ReportIndexes = f.Tests, f.Summary, f.ReportIndexes
+		ended.Reports = reports
 		return *ended
 	}
-	f.ExitCode = &exit
-	f.Status = domain.Verdict(exit, f.Tests)
-	return f
+	return Result{Status: domain.Verdict(exit, reports.Tests), ExitCode: &exit, Reports: reports}
 }
 
 // endedBy tells whether the run's context ended on purpose: cancel, shutdown, lost lease.
-func endedBy(ctx context.Context) *store.Finish {
+func endedBy(ctx context.Context) *Result {
 	switch cause := context.Cause(ctx); {
 	case cause == nil:
 		return nil
 	case errors.Is(cause, errCancelled):
-		return &store.Finish{Status: domain.ExecCancelled, Error: "cancelled by a user"}
+		return &Result{Status: domain.ExecCancelled, Error: "cancelled by a user"}
 	case errors.Is(cause, errShutdown):
-		return &store.Finish{Status: domain.ExecError, Error: "the runner stopped while the run was in progress"}
-	case errors.Is(cause, errLeaseLost):
-		return &store.Finish{Status: domain.ExecError, Error: "the runner lost its lease on the run"}
+		return &Result{Status: domain.ExecError, Error: "the runner stopped while the run was in progress"}
+	case errors.Is(cause, ErrLeaseLost):
+		return &Result{Status: domain.ExecError, Error: "the runner lost its lease on the run"}
 	}
 	return nil
 }
@@ -396,9 +338,9 @@ func endedBy(ctx context.Context) *store.Finish {
 // spec builds the container of a run: the container contract exactly (docs/architecture.md),
 // plus the run's variables. `command`, when given, replaces the image's entrypoint; the folder
 // stays its first argument.
-func (r *Runner) spec(e *domain.Execution, env RunEnv) (Spec, error) {
-	vars := make(map[string]string, len(env.Vars)+4)
-	for k, v := range env.Vars {
+func (r *Runner) spec(e *Work) (Spec, error) {
+	vars := make(map[string]string, len(e.Env.Vars)+4)
+	for k, v := range e.Env.Vars {
 		vars[k] = v
 	}
 	folder := e.Folder
@@ -425,8 +367,9 @@ func (r *Runner) spec(e *domain.Execution, env RunEnv) (Spec, error) {
 	}, nil
 }
 
-// streamLogs follows the container's output into the log store and the live channel.
-func (r *Runner) streamLogs(ctx context.Context, e *domain.Execution, id string, mask *strings.Replacer, log *slog.Logger) {
+// streamLogs follows the container's output to the control plane, which announces it live and
+// stores it.
+func (r *Runner) streamLogs(ctx context.Context, w *Work, id string, mask *strings.Replacer, log *slog.Logger) {
 	rc, err := r.Backend.Logs(ctx, id)
 	if err != nil {
 		log.Warn("following the container's logs failed", "err", err)
@@ -436,171 +379,61 @@ func (r *Runner) streamLogs(ctx context.Context, e *domain.Execution, id string,
 	seq, offset := 0, int64(0)
 	pumpLogs(ctx, rc, mask, func(chunk string) {
 		seq++
-		// The live event goes first: watchers should not wait for the database. Its offset
-		// lets a watcher that joined late see what it missed, and skip what it has.
-		r.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk, offset)
-		offset += int64(len(chunk))
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := r.Store.Logs().Append(wctx, e.ID, seq, chunk); err != nil {
+		if err := r.Peer.Log(wctx, w.ID, seq, offset, chunk); err != nil {
 			log.Warn("storing log lines failed", "err", err)
 		}
+		offset += int64(len(chunk))
 	})
 }
 
-// collectReports copies the report folders out of the container into the report store,
-// within the organization's storage limit, and parses the results they hold. One copy of /app
-// brings every folder (each copy costs the engine a mount of the container); for an image whose
-// /app holds much besides, the folders are copied one by one.
-func (r *Runner) collectReports(ctx context.Context, e *domain.Execution, id string, log *slog.Logger) store.Finish {
-	var f store.Finish
-	org, err := r.Store.Organizations().Get(ctx, e.OrganizationID)
-	if err != nil {
-		f.Notes = append(f.Notes, "reports were not collected: the organization could not be read")
-		return f
-	}
-	room := int64(-1)
-	if limit := org.Limits().MaxStorageBytes; limit != domain.Unlimited {
-		room = max(limit-org.StorageUsedBytes, 0)
-	}
-	listed := e.ReportFolders
+// collectReports copies the run's report folders out of its container and uploads them, as one
+// archive, to the control plane, which keeps them within the organization's storage limit and
+// reads the results they hold. One copy of /app brings every folder (each copy costs the engine
+// a mount of the container); for an image whose /app holds much besides, the folders are copied
+// one by one.
+func (r *Runner) collectReports(ctx context.Context, w *Work, id string, log *slog.Logger) Reports {
+	listed := w.ReportFolders
 	if len(listed) == 0 {
 		listed = domain.DefaultReportFolders
 	}
-	folders := reportFolders(listed)
-	kept := map[string]int64{}
-	var total int64
-	// keep records one folder's Put; false when the reports must all be dropped.
-	keep := func(folder string, n int64, err error) bool {
-		switch {
-		case errors.Is(err, report.ErrTooManyFiles):
-			// A bound on entries, not on storage: this folder alone is left out, and no storage
-			// alert is raised.
-			f.Notes = append(f.Notes, fmt.Sprintf("report folder %s was not kept: it holds more than %d files and "+
-				"folders, the limit for one report folder", folder, report.MaxFiles))
-		case errors.Is(err, report.ErrTooLarge):
-			return false
-		case err != nil:
-			log.Warn("storing a report folder failed", "folder", folder, "err", err)
-		default:
-			kept[folder] = n
-			total += n
-		}
-		return true
+	folders := ReportFolders(listed)
+	whole := !r.bigApp(w.Image)
+	rep, broke, err := r.upload(ctx, w, id, folders, whole, log)
+	if err != nil && broke && whole {
+		// Nothing of a broken archive is kept: the folders are copied again, one by one.
+		log.Warn("copying the report folders failed; copying them one by one", "err", err)
+		rep, _, err = r.upload(ctx, w, id, folders, false, log)
 	}
-	limit := func() int64 {
-		if room < 0 {
-			return 1 << 40
-		}
-		return max(room-total, 0)
-	}
-	put := func(rd io.Reader, into string) (int64, error) {
-		return r.Reports.Put(ctx, e.OrganizationID, e.TaskID, rd, into, limit())
-	}
-
-	remaining := folders
-	if !r.bigApp(e.Image) {
-		rc, err := r.Backend.CopyOut(ctx, id, appDir)
-		switch {
-		case errors.Is(err, ErrPathNotFound):
-			remaining = nil
-		case err != nil:
-			log.Warn("copying the report folders failed", "err", err)
-		default:
-			found, partial, err := splitReports(rc, folders, room, put)
-			rc.Close()
-			if errors.Is(err, report.ErrTooLarge) {
-				return r.dropReports(ctx, e, f, log)
-			}
-			if err != nil {
-				log.Warn("copying the report folders failed; copying them one by one", "err", err)
-				break
-			}
-			if partial {
-				r.rememberBigApp(e.Image)
-			}
-			remaining = nil
-			for _, folder := range folders {
-				res, ok := found[folder]
-				switch {
-				case ok && !keep(folder, res.written, res.err):
-					return r.dropReports(ctx, e, f, log)
-				case !ok && partial:
-					remaining = append(remaining, folder)
-				}
-			}
-		}
-	}
-	for _, folder := range remaining {
-		if _, ok := kept[folder]; ok {
-			continue
-		}
-		rc, err := r.Backend.CopyOut(ctx, id, appDir+"/"+folder)
-		if errors.Is(err, ErrPathNotFound) {
-			continue
-		}
-		if err != nil {
-			log.Warn("copying a report folder failed", "folder", folder, "err", err)
-			continue
-		}
-		n, err := put(rc, folder)
-		rc.Close()
-		if !keep(folder, n, err) {
-			return r.dropReports(ctx, e, f, log)
-		}
-	}
-	for _, folder := range folders {
-		if n, ok := kept[folder]; ok {
-			f.ReportDirs = append(f.ReportDirs, folder)
-			f.ReportBytes += n
-		}
-	}
-	// Recorded now, so that views link only folders that open without looking at the disk.
-	f.ReportIndexes = report.IndexedDirs(ctx, r.Reports, e.OrganizationID, e.TaskID, f.ReportDirs)
-	if len(f.ReportDirs) > 0 && (r.ReportDir != nil || r.ReportFS != nil) {
-		// Results are the container's words: its secrets are masked in them as in its log.
-		mask, err := r.reportMask(e)
-		if err != nil {
-			f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
-			return f
-		}
-		tests, err := r.parseReports(ctx, e)
-		if err != nil {
-			f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
-		}
-		for i := range tests {
-			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
-		}
-		f.Tests, f.Summary = tests, domain.Summarize(tests)
-	}
-	return f
-}
-
-// parseReports reads the test results in the run's stored reports.
-func (r *Runner) parseReports(ctx context.Context, e *domain.Execution) ([]domain.TestResult, error) {
-	if r.ReportFS == nil {
-		return report.ParseDir(r.ReportDir(e.OrganizationID, e.TaskID))
-	}
-	fsys, err := r.ReportFS(ctx, e.OrganizationID, e.TaskID)
 	if err != nil {
-		return nil, err
+		log.Warn("uploading the reports failed", "err", err)
+		return Reports{Notes: []string{"reports were not collected: they could not be stored"}}
 	}
-	return report.ParseFS(fsys)
+	return rep
 }
 
-// dropReports removes what was kept of the run's reports when together they would pass the
-// organization's storage limit, and raises the storage alert.
-func (r *Runner) dropReports(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) store.Finish {
-	if _, err := r.Reports.Delete(ctx, e.OrganizationID, e.TaskID); err != nil {
-		log.Warn("removing the partial reports failed", "err", err)
+// errUploadReturned ends the archive's pipe once Upload returned, so that writes after an
+// early return (reports refused) fail at once instead of blocking.
+var errUploadReturned = errors.New("reports already stored or refused")
+
+// upload streams the archive of the report folders to Peer.Upload. broke: the copy out of the
+// container failed midway (not Upload).
+func (r *Runner) upload(ctx context.Context, w *Work, id string, folders []string, whole bool, log *slog.Logger) (rep Reports, broke bool, err error) {
+	pr, pw := io.Pipe()
+	produced := make(chan error, 1)
+	go func() {
+		err := r.archiveReports(ctx, id, w.Image, folders, whole, pw, log)
+		pw.CloseWithError(err) // nil: the archive ends
+		produced <- err
+	}()
+	rep, err = r.Peer.Upload(ctx, w.ID, pr)
+	pr.CloseWithError(errUploadReturned)
+	perr := <-produced
+	if err != nil {
+		return Reports{}, perr != nil && !errors.Is(perr, errUploadReturned), err
 	}
-	f.ReportDirs, f.ReportBytes = nil, 0
-	f.Notes = append(f.Notes, "reports were dropped: they would pass the organization's storage limit")
-	if err := r.countStorage(ctx, e.OrganizationID, billing.Usage{Refused: true,
-		Note: "The reports of run " + e.TaskID + " were dropped because they would pass the limit."}); err != nil {
-		log.Error("raising the storage alert failed", "err", err)
-	}
-	return f
+	return rep, false, nil
 }
 
 // maxBigApps bounds the images remembered by rememberBigApp; past it the memory starts over.
@@ -620,27 +453,4 @@ func (r *Runner) rememberBigApp(image string) {
 		r.bigApps = map[string]bool{}
 	}
 	r.bigApps[image] = true
-}
-
-// reportMask returns what makes text from the run's reports storable: cleaned, and with the
-// run's secret values masked.
-func (r *Runner) reportMask(e *domain.Execution) (func(string) string, error) {
-	env, err := OpenEnv(r.Box, e.EnvCipher)
-	if err != nil {
-		return nil, err
-	}
-	m := masker(env)
-	return func(s string) string {
-		s = clean(s)
-		if m != nil {
-			s = m.Replace(s)
-		}
-		return s
-	}, nil
-}
-
-// clean makes text from a container's reports storable everywhere: valid UTF-8 without NUL
-// bytes (PostgreSQL text refuses both).
-func clean(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }

@@ -83,7 +83,7 @@ const (
 	builtinModel  = "builtin"
 )
 
-// Analyse explains run, whose outcome is filled in; it implements run.Analyst. The built-in
+// Analyse explains run, whose outcome is filled in; it implements control.Analyst. The built-in
 // analysis always runs; a model, when the organization's default model is one, then gets the
 // built-in findings as evidence, and its answer replaces the built-in category and texts. Any
 // failure of the model leaves the built-in answer, with the model's error in Error.

@@ -1,4 +1,4 @@
-package run
+package control
 
 import (
 	"archive/tar"
@@ -17,8 +17,16 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/report"
+	"verdict/internal/run"
 	"verdict/internal/store"
 	"verdict/internal/store/sqlstore"
+)
+
+// appDir and skipBudget are the runner's (package run): where the reports are, and how much
+// else of /app it reads before copying folders one by one.
+const (
+	appDir     = "/app"
+	skipBudget = 16 << 20
 )
 
 const junitXML = `<testsuite name="s"><testcase classname="c" name="works"/></testsuite>`
@@ -52,10 +60,10 @@ func (b *fakeBackend) pulse() {
 
 func (b *fakeBackend) Ping(context.Context) error                { return nil }
 func (b *fakeBackend) EnsureImage(context.Context, string) error { return nil }
-func (b *fakeBackend) Start(_ context.Context, s Spec) (string, error) {
+func (b *fakeBackend) Start(_ context.Context, s run.Spec) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	id := s.Labels[LabelTask]
+	id := s.Labels[run.LabelTask]
 	b.started = append(b.started, id)
 	b.exits[id] = make(chan int, 1)
 	if b.autoExit {
@@ -95,7 +103,7 @@ func (b *fakeBackend) CopyOut(ctx context.Context, id, p string) (io.ReadCloser,
 }
 func (b *fakeBackend) Stop(context.Context, string, time.Duration) error { return nil }
 func (b *fakeBackend) Remove(context.Context, string) error              { return nil }
-func (b *fakeBackend) List(context.Context, map[string]string) ([]Container, error) {
+func (b *fakeBackend) List(context.Context, map[string]string) ([]run.Container, error) {
 	return nil, nil
 }
 func (b *fakeBackend) ListDir(context.Context, string, string, bool) ([]string, error) {
@@ -133,7 +141,7 @@ func appArchive(files map[string]string, p string) (io.ReadCloser, error) {
 		}
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("%w: %s", ErrPathNotFound, p)
+		return nil, fmt.Errorf("%w: %s", run.ErrPathNotFound, p)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -179,7 +187,8 @@ type runnerFixture struct {
 	st      store.Store
 	reports *report.FSStore
 	b       *fakeBackend
-	r       *Runner
+	r       *run.Runner
+	plane   *Plane
 	org     *domain.Organization
 	queued  int
 }
@@ -207,8 +216,9 @@ func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, col
 	if err := st.Organizations().UpdatePlan(ctx, org.ID, plan, domain.Billing{}); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{ID: "test-runner", Store: st, Backend: b, Reports: reports, ReportDir: reports.LocalDir,
-		Events: noEvents{}, Clock: domain.SystemClock, Log: slog.New(slog.DiscardHandler),
+	log := slog.New(slog.DiscardHandler)
+	plane := &Plane{Store: st, Reports: reports, ReportDir: reports.LocalDir, Events: noEvents{}, Clock: domain.SystemClock, Log: log}
+	r := &run.Runner{ID: "test-runner", Peer: plane.Peer("test-runner"), Backend: b, Clock: domain.SystemClock, Log: log,
 		Slots: slots, Collectors: collectors,
 		// Short leases, renewed often: a run in collection must keep its lease while the
 		// reaper sweeps. Polling once an hour: only wake-ups may start runs.
@@ -237,7 +247,7 @@ func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, col
 		stop()
 		<-done
 	})
-	return &runnerFixture{t: t, ctx: ctx, st: st, reports: reports, b: b, r: r, org: org}
+	return &runnerFixture{t: t, ctx: ctx, st: st, reports: reports, b: b, r: r, plane: plane, org: org}
 }
 
 // queue adds a PENDING run and wakes the runner, as the API does.
@@ -387,7 +397,7 @@ func TestRunnerBigAppFallsBackToFolders(t *testing.T) {
 	want := []string{"playwright-report", "allure-results", "junit"}
 	for _, task := range []string{"a", "b"} {
 		if e := f.get(task); e.Status != domain.ExecPassed || !slices.Equal(e.ReportDirs, want) {
-			t.Fatalf("run %s: %s, reports %v", task, e.Status, e.ReportDirs)
+			t.Fatalf("run %s: %s, reports %v notes %v", task, e.Status, e.ReportDirs, e.Notes)
 		}
 	}
 	if got := f.b.copiesOf("a"); len(got) == 0 || got[0] != appDir || slices.Contains(got, appDir+"/allure-results") {

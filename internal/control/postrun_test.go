@@ -1,4 +1,4 @@
-package run
+package control
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestPostRunChainAnalysesFailedRuns(t *testing.T) {
 	b.autoExit, b.exitCode = true, 1
 	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
 	analyst := newStubAnalyst("a")
-	f.r.Analyst = analyst
+	f.plane.Analyst = analyst
 	setAnalysis(t, f, true)
 
 	f.queue("a")

@@ -1,4 +1,4 @@
-package run
+package control
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"verdict/internal/domain"
+	"verdict/internal/run"
 	"verdict/internal/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // forever after a crash. Every replica may run one: ending a run is a conditional update.
 type Reaper struct {
 	Store    store.Store
-	Backend  Backend // may be nil when this replica has no engine
+	Backend  run.Backend // may be nil when this replica has no engine
 	Events   Events
 	Clock    domain.Clock
 	Log      *slog.Logger
@@ -87,7 +88,7 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 // Reconcile runs at start, before the runner claims anything: runs still held by this runner's
 // ID belong to an earlier life of this process and end ERROR, and this runner's containers
 // whose run is over or gone are removed. Other runners' containers are never touched.
-func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
+func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
 	// Every active run: leases last seconds, so a day ahead covers all of them.
 	active, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
 	if err != nil {
@@ -120,7 +121,7 @@ func Reconcile(ctx context.Context, st store.Store, b Backend, runnerID string, 
 }
 
 // SweepContainersEvery runs SweepContainers every interval until ctx ends.
-func SweepContainersEvery(ctx context.Context, st store.Store, b Backend, runnerID string, log *slog.Logger, interval time.Duration) {
+func SweepContainersEvery(ctx context.Context, st store.Store, b run.Backend, runnerID string, log *slog.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -138,13 +139,13 @@ func SweepContainersEvery(ctx context.Context, st store.Store, b Backend, runner
 // SweepContainers removes this runner's containers whose run is over or gone: the runner
 // removes each container as its run ends, so one is left only when that removal failed (an
 // engine that did not answer in time). Other runners' containers are never touched.
-func SweepContainers(ctx context.Context, st store.Store, b Backend, runnerID string, log *slog.Logger) error {
-	containers, err := b.List(ctx, map[string]string{LabelManaged: "true", LabelRunner: runnerID})
+func SweepContainers(ctx context.Context, st store.Store, b run.Backend, runnerID string, log *slog.Logger) error {
+	containers, err := b.List(ctx, map[string]string{run.LabelManaged: "true", run.LabelRunner: runnerID})
 	if err != nil {
 		return err
 	}
 	for _, c := range containers {
-		org, task := c.Labels[LabelOrg], c.Labels[LabelTask]
+		org, task := c.Labels[run.LabelOrg], c.Labels[run.LabelTask]
 		e, err := st.Executions().Get(ctx, org, task)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err

@@ -1,4 +1,4 @@
-package run
+package control
 
 import (
 	"context"
@@ -21,50 +21,52 @@ type Analyst interface {
 // analysisTimeout bounds the analysis step: the model's 60 s and the built-in fallback.
 const analysisTimeout = 90 * time.Second
 
-// settle is the post-run chain: every effect of a run once its container is done with and its
-// reports are in, in this order, each bounded in time:
+// settle is the post-run chain (run.Peer.Done): every effect of a run once its container is
+// done with and its reports are in, in this order, each bounded in time:
 //
 //  1. analyse: a FAILED or UNSTABLE run of an organization with failure analysis on is
-//     recorded ANALYZING (shown live, its verdict kept) and explained by the Analyst. The
-//     run holds no slot and no collector meanwhile, only its lease.
-//  2. finish: the final status, in the one write that ends the run, if this runner still
-//     holds it (the reaper may have ended it).
+//     recorded ANALYZING (shown live, its verdict kept) and explained by the Analyst, within
+//     ctx. The run holds no slot and no collector meanwhile, only its lease (the runner renews
+//     it until Done returns).
+//  2. finish: the final status, in the one write that ends the run, if its runner still holds
+//     it (the reaper may have ended it).
 //  3. account: the reports' bytes go to the organization's storage, with its alerts.
 //  4. announce: execution-updated to the organization's room.
 //
 // A new after-run effect (a tracker ticket, a notification) is a step here, after finish: it
-// sees the run as stored, and never changes a verdict.
-func (r *Runner) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) {
-	// The final write must happen even when the run's context was cancelled.
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-
-	if r.wantsAnalysis(wctx, e, f, log) {
-		f.Analysis = r.analyse(ctx, e, f, log)
+// sees the run as stored, and never changes a verdict. It returns finish's error.
+func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) error {
+	if p.wantsAnalysis(ctx, e, f, log) {
+		f.Analysis = p.analyse(ctx, e, f, log)
 	}
-	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, f); err != nil {
-		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
-	} else if r.Metrics != nil {
-		r.Metrics.RunFinished(withOutcome(e, f))
+	// The final write must happen even when the run's context was cancelled, and however long
+	// the analysis took.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer wcancel()
+	err := p.Store.Executions().Finish(wctx, e.ID, p.runnerID, f)
+	if err == nil && p.Metrics != nil {
+		p.Metrics.RunFinished(withOutcome(e, f))
 	}
 	if f.ReportBytes > 0 {
-		if err := r.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
+		if err := p.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
 			log.Error("counting report storage failed", "err", err)
 		}
 	}
-	if done, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
-		r.Events.ExecutionUpdated(done)
+	if done, err := p.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		p.Events.ExecutionUpdated(done)
 	}
-	log.Info("run finished", "status", f.Status, "error", f.Error)
+	return err
 }
 
 // wantsAnalysis tells whether the run is one to explain: failed or unstable, in an
 // organization with failure analysis on, with an Analyst to ask.
-func (r *Runner) wantsAnalysis(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) bool {
-	if r.Analyst == nil || (f.Status != domain.ExecFailed && f.Status != domain.ExecUnstable) {
+func (p *peer) wantsAnalysis(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) bool {
+	if p.Analyst == nil || (f.Status != domain.ExecFailed && f.Status != domain.ExecUnstable) {
 		return false
 	}
-	org, err := r.Store.Organizations().Get(ctx, e.OrganizationID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	org, err := p.Store.Organizations().Get(rctx, e.OrganizationID)
 	if err != nil {
 		log.Warn("reading the organization's analysis setting failed; the run is not analysed", "err", err)
 		return false
@@ -74,21 +76,21 @@ func (r *Runner) wantsAnalysis(ctx context.Context, e *domain.Execution, f store
 
 // analyse records the run ANALYZING with its outcome so far, announces it, and asks the
 // Analyst. A run this runner no longer holds is not analysed.
-func (r *Runner) analyse(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) *domain.Analysis {
+func (p *peer) analyse(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) *domain.Analysis {
 	pending := f
 	pending.Status = domain.ExecAnalyzing
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer wcancel()
-	if err := r.Store.Executions().Finish(wctx, e.ID, r.ID, pending); err != nil {
+	if err := p.Store.Executions().Finish(wctx, e.ID, p.runnerID, pending); err != nil {
 		log.Warn("recording the analysis step failed", "err", err)
 		return nil
 	}
-	if now, err := r.Store.Executions().GetByID(wctx, e.ID); err == nil {
-		r.Events.ExecutionUpdated(now)
+	if now, err := p.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		p.Events.ExecutionUpdated(now)
 	}
 	actx, cancel := context.WithTimeout(ctx, analysisTimeout)
 	defer cancel()
-	return r.Analyst.Analyse(actx, withOutcome(e, f))
+	return p.Analyst.Analyse(actx, withOutcome(e, f))
 }
 
 // withOutcome is a copy of the run with its outcome f filled in, as the store will hold it.

@@ -1,0 +1,186 @@
+// Package control is the control plane as runners meet it: run.Peer implemented in process over
+// the store (the run queue, leases, logs, final writes), billing (report storage and its
+// alerts), the secret box (a claimed run's variables, unsealed for that run alone) and the
+// report store. It also settles the runs whose runner was lost (Reaper, Reconcile). Package run
+// knows none of these: a runner reaches them through run.Peer only.
+package control
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"sync"
+	"time"
+
+	"verdict/internal/billing"
+	"verdict/internal/crypto/secretbox"
+	"verdict/internal/domain"
+	"verdict/internal/report"
+	"verdict/internal/run"
+	"verdict/internal/store"
+)
+
+// Events is where the run plane announces what happens; the realtime hub implements it.
+type Events interface {
+	ExecutionUpdated(e *domain.Execution)
+	// ExecutionLog announces chunk (whole lines), which starts offset bytes into the run's log.
+	ExecutionLog(orgID, taskID, chunk string, offset int64)
+}
+
+// Metrics records runs as they start and reach their final status (metrics.Metrics).
+type Metrics interface {
+	RunStarted(e *domain.Execution)
+	RunFinished(e *domain.Execution)
+}
+
+// Plane serves runners in process. Peer gives each runner its run.Peer.
+type Plane struct {
+	Store     store.Store
+	Reports   report.Store
+	ReportDir func(orgID, taskID string) string // local folder of a run's reports, for parsing
+	Box       *secretbox.Box                    // seals runs' variables
+	Events    Events
+	Clock     domain.Clock
+	Log       *slog.Logger
+	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
+	Analyst   Analyst         // explains failed runs (see settle); nil: none
+	Metrics   Metrics         // records starts and ends; nil: none
+
+	// ReportFS presents a run's reports for parsing where they are not in a local folder
+	// (report.S3Store.FS); used instead of ReportDir when set.
+	ReportFS func(ctx context.Context, orgID, taskID string) (fs.FS, error)
+}
+
+// Peer is runnerID's door to the plane: the runs it claims are leased to runnerID, and its
+// calls about a run count only while runnerID holds it.
+func (p *Plane) Peer(runnerID string) run.Peer {
+	if p.Log == nil {
+		p.Log = slog.Default()
+	}
+	return &peer{Plane: p, runnerID: runnerID, held: map[string]*domain.Execution{}}
+}
+
+type peer struct {
+	*Plane
+	runnerID string
+	mu       sync.Mutex
+	held     map[string]*domain.Execution // runs claimed and not yet done, by ID
+}
+
+func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns }
+
+// Next claims a run, announces it, and unseals its variables. A run whose variables cannot be
+// unsealed is ended ERROR here, and the next one claimed.
+func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
+	for {
+		now := p.Clock()
+		e, err := p.Store.Executions().Claim(ctx, p.runnerID, now, now.Add(lease), limitFor)
+		if err != nil || e == nil {
+			return nil, err
+		}
+		p.Events.ExecutionUpdated(e)
+		if p.Metrics != nil {
+			p.Metrics.RunStarted(e)
+		}
+		env, err := OpenEnv(p.Box, e.EnvCipher)
+		if err != nil {
+			log := p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID)
+			f := store.Finish{Status: domain.ExecError, Error: "the run's variables could not be decrypted", FinishedAt: p.Clock()}
+			if err := p.settle(ctx, e, f, log); err != nil {
+				log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+			}
+			log.Info("run finished", "status", f.Status, "error", f.Error)
+			continue
+		}
+		p.mu.Lock()
+		p.held[e.ID] = e
+		p.mu.Unlock()
+		return &run.Work{ID: e.ID, OrganizationID: e.OrganizationID, TaskID: e.TaskID, Image: e.Image,
+			Command: e.Command, BaseURL: e.BaseURL, Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds,
+			ReportFolders: e.ReportFolders, Env: env}, nil
+	}
+}
+
+// run is the claimed run id as this runner holds it: as claimed, or as stored when this
+// process did not claim it (run.ErrLeaseLost when another runner holds it).
+func (p *peer) run(ctx context.Context, id string) (*domain.Execution, error) {
+	p.mu.Lock()
+	e := p.held[id]
+	p.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	e, err := p.Store.Executions().GetByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && e.RunnerID != p.runnerID) {
+		return nil, run.ErrLeaseLost
+	}
+	return e, err
+}
+
+func (p *peer) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	stop, err := p.Store.Executions().Heartbeat(ctx, id, p.runnerID, p.Clock().Add(lease))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, run.ErrLeaseLost
+	}
+	return stop, err
+}
+
+func (p *peer) Started(ctx context.Context, id, containerID string) error {
+	if _, err := p.run(ctx, id); err != nil {
+		return err
+	}
+	return p.Store.Executions().SetContainer(ctx, id, containerID)
+}
+
+func (p *peer) Log(ctx context.Context, id string, seq int, offset int64, chunk string) error {
+	e, err := p.run(ctx, id)
+	if err != nil {
+		return err
+	}
+	// The live event goes first: watchers should not wait for the database. Its offset lets a
+	// watcher that joined late see what it missed, and skip what it has.
+	p.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk, offset)
+	return p.Store.Logs().Append(ctx, id, seq, chunk)
+}
+
+func (p *peer) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {
+	e, err := p.run(ctx, id)
+	if err != nil {
+		return run.Reports{}, err
+	}
+	return p.keepReports(ctx, e, archive, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+}
+
+func (p *peer) Done(ctx context.Context, id string, res run.Result) error {
+	e, err := p.run(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer func() { p.mu.Lock(); delete(p.held, id); p.mu.Unlock() }()
+	rep := res.Reports
+	f := store.Finish{Status: res.Status, Error: res.Error, ExitCode: res.ExitCode, FinishedAt: res.FinishedAt,
+		Summary: rep.Summary, Tests: rep.Tests, ReportDirs: rep.Dirs, ReportBytes: rep.Bytes, Notes: rep.Notes,
+		ReportIndexes: rep.Indexes}
+	return p.settle(ctx, e, f, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+}
+
+// countStorage adds u.Used report bytes to the organization's storage (none when reports were
+// refused) and raises the storage alerts the new figure, or the refusal, calls for.
+func (p *Plane) countStorage(ctx context.Context, orgID string, u billing.Usage) error {
+	return p.Store.InTx(ctx, func(tx store.Store) error {
+		if u.Used > 0 {
+			if err := tx.Organizations().AddStorageUsed(ctx, orgID, u.Used); err != nil {
+				return err
+			}
+		}
+		org, err := tx.Organizations().Get(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		u.Resource, u.Before = billing.ResourceStorage, org.StorageUsedBytes-u.Used
+		u.Used, u.Limit = org.StorageUsedBytes, org.Limits().MaxStorageBytes
+		return p.Alerts.Check(ctx, tx, org, u)
+	})
+}

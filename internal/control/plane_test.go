@@ -1,0 +1,108 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"verdict/internal/crypto/secretbox"
+	"verdict/internal/domain"
+	"verdict/internal/report"
+	"verdict/internal/run"
+	"verdict/internal/store/sqlstore"
+)
+
+// The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
+// (one whose variables cannot be unsealed is ended ERROR instead), Upload keeps the report
+// folders of one archive and reads their tests with secrets masked, Done settles the run, and
+// after it the run is no longer this runner's.
+func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlstore.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := report.NewFSStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanEnterprise, CreatedAt: time.Now()}
+	if err := st.Organizations().Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := SealEnv(box, run.RunEnv{Vars: map[string]string{"TOKEN": "s3cret"}, Secrets: []string{"TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func(task, cipher string, age time.Duration) {
+		t.Helper()
+		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: task, Image: "suite:pass", Folder: "all",
+			TimeoutSeconds: 60, Status: domain.ExecPending, EnvCipher: cipher, QueuedAt: time.Now().Add(-age)}
+		if err := st.Executions().Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue("sealed-badly", "not a cipher", 2*time.Hour)
+	queue("good", sealed, time.Hour)
+
+	plane := &Plane{Store: st, Reports: reports, ReportDir: reports.LocalDir, Box: box, Events: noEvents{},
+		Clock: domain.SystemClock, Log: slog.New(slog.DiscardHandler)}
+	peer := plane.Peer("r1")
+	w, err := peer.Next(ctx, time.Minute)
+	if err != nil || w == nil || w.TaskID != "good" || w.Env.Vars["TOKEN"] != "s3cret" {
+		t.Fatalf("Next: %+v, %v", w, err)
+	}
+	bad, err := st.Executions().Get(ctx, org.ID, "sealed-badly")
+	if err != nil || bad.Status != domain.ExecError || bad.Error != "the run's variables could not be decrypted" {
+		t.Fatalf("the run with unreadable variables: %+v, %v", bad, err)
+	}
+	if again, err := peer.Next(ctx, time.Minute); again != nil || err != nil {
+		t.Fatalf("second Next: %+v, %v", again, err)
+	}
+
+	if cancelled, err := peer.Extend(ctx, w.ID, time.Minute); cancelled || err != nil {
+		t.Fatalf("Extend: %v, %v", cancelled, err)
+	}
+	if err := peer.Log(ctx, w.ID, 1, 0, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	archive := tarOf(t,
+		tarEntry{"junit/", ""},
+		tarEntry{"junit/r.xml", `<testsuite name="s"><testcase classname="c" name="uses s3cret"/></testsuite>`},
+		tarEntry{"node_modules/x.js", "x"},
+	)
+	rep, err := peer.Upload(ctx, w.ID, bytes.NewReader(archive))
+	if err != nil || len(rep.Dirs) != 1 || rep.Dirs[0] != "junit" || rep.Bytes == 0 || len(rep.Tests) != 1 ||
+		rep.Tests[0].Name != "uses "+run.Mask {
+		t.Fatalf("Upload: %+v, %v", rep, err)
+	}
+	exit := 0
+	if err := peer.Done(ctx, w.ID, run.Result{Status: domain.ExecPassed, ExitCode: &exit, FinishedAt: time.Now(), Reports: rep}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.Executions().Get(ctx, org.ID, "good")
+	if err != nil || e.Status != domain.ExecPassed || len(e.ReportDirs) != 1 || e.Summary.Total != 1 {
+		t.Fatalf("settled run: %+v, %v", e, err)
+	}
+	if got, err := st.Organizations().Get(ctx, org.ID); err != nil || got.StorageUsedBytes != rep.Bytes {
+		t.Fatalf("storage counted: %+v, %v", got, err)
+	}
+	if _, err := peer.Extend(ctx, w.ID, time.Minute); !errors.Is(err, run.ErrLeaseLost) {
+		t.Fatalf("Extend after Done: %v, want ErrLeaseLost", err)
+	}
+	if err := plane.Peer("r2").Log(ctx, w.ID, 2, 6, "late\n"); !errors.Is(err, run.ErrLeaseLost) {
+		t.Fatalf("another runner's Log: %v, want ErrLeaseLost", err)
+	}
+}

@@ -1,0 +1,80 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"verdict/internal/domain"
+)
+
+// Peer is the control plane as a runner sees it: the one door between a runner and the store,
+// the billing, the secrets and the report storage. Woodpecker's rpc.Peer is the model. Every
+// call takes a context and carries IDs and plain data only, so that the same interface can be
+// served in process (control.Plane) or over HTTP to a runner on another host. A Peer speaks for
+// one runner: the runs it hands out are leased to that runner, and only its calls about them
+// count.
+type Peer interface {
+	// Next claims the oldest PENDING run this runner may take (its organization's concurrent
+	// runs allowing), leased for lease, with its variables unsealed for it alone. nil, nil: no
+	// run is waiting.
+	Next(ctx context.Context, lease time.Duration) (*Work, error)
+	// Extend renews the lease on run id for lease more. cancelled: a user asked to cancel the
+	// run (the runner winds it down and goes on extending until Done). ErrLeaseLost: this runner
+	// no longer holds the run.
+	Extend(ctx context.Context, id string, lease time.Duration) (cancelled bool, err error)
+	// Started records the container that carries out run id, for the control plane to remove
+	// should the runner be lost.
+	Started(ctx context.Context, id, containerID string) error
+	// Log appends chunk, whole lines with secrets masked, to run id's log: the seq-th chunk
+	// (from 1), starting offset bytes into the log. The control plane announces it to the
+	// run's followers before storing it.
+	Log(ctx context.Context, id string, seq int, offset int64, chunk string) error
+	// Upload stores run id's reports from archive, a tar stream of the run's report folders as
+	// they sit under /app (entries named by their path under /app: junit/results.xml), within
+	// the organization's storage, and reads the test results they hold. One archive per run;
+	// Upload reads it to its end unless the reports are refused (Reports.Notes says why).
+	Upload(ctx context.Context, id string, archive io.Reader) (Reports, error)
+	// Done ends run id with result: the post-run chain (analysis, the final write, storage
+	// accounting, the announcement). It returns once the run is settled; the runner keeps the
+	// lease meanwhile.
+	Done(ctx context.Context, id string, result Result) error
+}
+
+// ErrLeaseLost: the runner no longer holds the run (the reaper ended it, or another runner
+// took it over).
+var ErrLeaseLost = errors.New("lease lost")
+
+// Work is a claimed run as a runner needs it.
+type Work struct {
+	ID             string
+	OrganizationID string
+	TaskID         string
+	Image          string
+	Command        string // replaces the image's entrypoint when set; checked at queue time
+	BaseURL        string
+	Folder         string
+	TimeoutSeconds int
+	ReportFolders  []string // under /app; empty: domain.DefaultReportFolders
+	Env            RunEnv   // the run's variables, unsealed
+}
+
+// Reports is what Upload kept of a run's reports and read in them.
+type Reports struct {
+	Dirs    []string // the report folders kept, in the order listed
+	Bytes   int64    // their size, counted against the organization's storage
+	Indexes []string // those of Dirs holding an index.html
+	Notes   []string // what was left out, and why
+	Tests   []domain.TestResult
+	Summary domain.Summary
+}
+
+// Result is how a run ended, as the runner saw it.
+type Result struct {
+	Status     domain.ExecStatus
+	Error      string
+	ExitCode   *int // nil when the container did not exit by itself
+	FinishedAt time.Time
+	Reports    Reports
+}

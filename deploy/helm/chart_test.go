@@ -441,9 +441,12 @@ func TestSecretsStayOutOfConfigMap(t *testing.T) {
 		"secrets.anthropicAPIKey":        "ANTHROPIC_API_KEY=sk-ant-marker",
 		"secrets.runnerSecret":           "VERDICT_RUNNER_SECRET=runner-secret-marker",
 		"metrics.token":                  "VERDICT_METRICS_TOKEN=metrics-token-marker",
+		"secrets.s3.accessKey":           "VERDICT_S3_ACCESS_KEY=s3-access-marker",
+		"secrets.s3.secretKey":           "VERDICT_S3_SECRET_KEY=s3-secret-marker",
 	}
 	args := []string{"--set", "replicaCount=2", "--set", "runner.enabled=true", "--set", "metrics.serviceMonitor.enabled=true",
-		"--set", "config.defaultPlan=enterprise", "--set", "config.reportsURL=https://reports.example.com"}
+		"--set", "config.defaultPlan=enterprise", "--set", "config.reportsURL=https://reports.example.com",
+		"--set", "config.s3.bucket=reports", "--set", "config.s3.endpoint=http://minio:9000", "--set", "config.s3.pathStyle=true"}
 	var values []string
 	for path, kv := range given {
 		v := kv[strings.IndexByte(kv, '=')+1:]
@@ -468,8 +471,9 @@ func TestSecretsStayOutOfConfigMap(t *testing.T) {
 			t.Errorf("ConfigMap carries %s, a key of the Secret", k)
 		}
 	}
-	if got := stringMap(t, cm); got["VERDICT_DEFAULT_PLAN"] != "enterprise" || got["VERDICT_REPORTS_URL"] != "https://reports.example.com" {
-		t.Errorf("ConfigMap %v: want VERDICT_DEFAULT_PLAN and VERDICT_REPORTS_URL", got)
+	if got := stringMap(t, cm); got["VERDICT_DEFAULT_PLAN"] != "enterprise" || got["VERDICT_REPORTS_URL"] != "https://reports.example.com" ||
+		got["VERDICT_S3_BUCKET"] != "reports" || got["VERDICT_S3_ENDPOINT"] != "http://minio:9000" || got["VERDICT_S3_PATH_STYLE"] != "true" {
+		t.Errorf("ConfigMap %v: want VERDICT_DEFAULT_PLAN, VERDICT_REPORTS_URL and the S3 settings", got)
 	}
 	for _, kind := range []string{"Deployment", "ServiceMonitor"} {
 		for _, o := range r {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,28 +142,7 @@ func TestRemoteRunner(t *testing.T) {
 	}
 
 	// The runner: run.Runner in this process, over HTTP, on the real engine.
-	b, err := docker.New("", docker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if err := b.EnsureNetwork(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	tee := &teeBackend{Backend: b, task: map[string]string{}, wrote: map[string]*bytes.Buffer{}}
-	cut := &killable{}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	client, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: h.srv.URL, Secret: runnerSecret, Name: "test-runner", Slots: 2,
-		HTTP: &http.Client{Transport: cut}, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &run.Runner{ID: peerhttp.RunnerID("test-runner"), Peer: client, Backend: tee, Clock: func() time.Time { return time.Now().UTC() },
-		Log: log, Slots: 2, Lease: 2 * time.Second}
-	ctx, kill := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { r.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cut.dead.Store(true); kill(); <-stopped })
+	tee, cut, kill, stopped := startRemoteRunner(t, h.srv.URL, 2*time.Second)
 
 	failTask := h.queue(a, map[string]any{"image": failImage, "taskId": "remote-fail"})
 	for _, c := range []struct{ task, status string }{{passTask, "PASSED"}, {failTask, "FAILED"}} {
@@ -220,5 +202,84 @@ func TestRemoteRunner(t *testing.T) {
 	lost := h.waitFor(a, slow, 30*time.Second, final)
 	if lost.str("execution", "status") != "ERROR" || !strings.Contains(lost.str("execution", "error"), "runner lost") {
 		t.Fatalf("lost run: %s", lost.raw)
+	}
+}
+
+// startRemoteRunner runs a run.Runner named test-runner in this process against the server at
+// url, over HTTP through a transport that can be cut, on the real engine. kill stops it; stopped
+// closes once it returned.
+func startRemoteRunner(t *testing.T, url string, lease time.Duration) (*teeBackend, *killable, context.CancelFunc, chan struct{}) {
+	t.Helper()
+	b, err := docker.New("", docker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.EnsureNetwork(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tee := &teeBackend{Backend: b, task: map[string]string{}, wrote: map[string]*bytes.Buffer{}}
+	cut := &killable{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	client, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: url, Secret: runnerSecret, Name: "test-runner", Slots: 2,
+		HTTP: &http.Client{Transport: cut}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run.Runner{ID: peerhttp.RunnerID("test-runner"), Peer: client, Backend: tee, Clock: func() time.Time { return time.Now().UTC() },
+		Log: log, Slots: 2, Lease: lease}
+	ctx, kill := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cut.dead.Store(true); kill(); <-stopped })
+	return tee, cut, kill, stopped
+}
+
+// outage drops every request's connection while down, as a restarting server does.
+type outage struct {
+	down atomic.Bool
+	next http.Handler
+}
+
+func (o *outage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.down.Load() {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
+	o.next.ServeHTTP(w, r)
+}
+
+// TestRemoteRunnerSurvivesOutage: the server stops answering for a few seconds mid-run (a
+// restart); the runner retries its heartbeats and log lines, and the run ends as it would have,
+// its whole log stored.
+func TestRemoteRunnerSurvivesOutage(t *testing.T) {
+	testenv.DockerHost(t)
+	h := newHarness(t, harnessOpts{realClock: true, workers: true,
+		env: map[string]string{"VERDICT_RUNNER": "none", "VERDICT_RUNNER_SECRET": runnerSecret}})
+	admin := h.signup("outage@example.com", "Outage Co")
+	a := bearer(admin.token)
+	target, _ := url.Parse(h.srv.URL)
+	gate := &outage{next: httputil.NewSingleHostReverseProxy(target)}
+	proxy := httptest.NewServer(gate)
+	t.Cleanup(proxy.Close)
+	tee, _, _, _ := startRemoteRunner(t, proxy.URL, 6*time.Second)
+
+	task := h.queue(a, map[string]any{"image": slowImage, "taskId": "remote-outage", "envVars": map[string]any{"LINES": "60", "INTERVAL_MS": "100"}})
+	h.waitFor(a, task, 60*time.Second, func(r resp) bool {
+		return r.str("execution", "status") == "RUNNING" && tee.written(task) != ""
+	})
+	gate.down.Store(true)
+	time.Sleep(3 * time.Second)
+	gate.down.Store(false)
+	got := h.waitFor(a, task, 60*time.Second, final)
+	if got.str("execution", "status") != "PASSED" {
+		t.Fatalf("run after the outage: %s", got.raw)
+	}
+	logs := h.do("GET", "/api/executions/"+task+"/logs", a, nil)
+	expect(t, logs, 200, "")
+	if wrote := tee.written(task); logs.str("logs") != wrote {
+		t.Fatalf("stored log differs from what the container wrote:\n--- stored\n%s\n--- written\n%s", logs.str("logs"), wrote)
 	}
 }

@@ -1,6 +1,7 @@
 // Command verdict is the whole service in one binary: `serve` runs the API (and the embedded
-// runner), `migrate` applies database migrations, `admin` changes the database as an operator,
-// `version` prints the build.
+// runner), `runner` a runner on another host that reaches a server over HTTP, `migrate`
+// applies database migrations, `admin` changes the database as an operator, `version` prints
+// the build.
 package main
 
 import (
@@ -30,6 +31,8 @@ Usage:
   verdict serve     start the API server (applies pending migrations first)
   verdict migrate   apply pending database migrations and exit
   verdict run       queue a run on a server and follow it to its verdict (verdict run --help)
+  verdict runner --server URL
+                    run test suites for a server on this host's Docker engine (verdict runner --help)
   verdict admin set-plan <organization ID or slug> <free|team|enterprise>
                     change an organization's plan in the database (no payment provider)
   verdict version   print the version
@@ -67,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = migrate(ctx, stdout)
 	case "admin":
 		return adminCommand(ctx, args[1:], stdout, stderr)
+	case "runner":
+		return runnerCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "verdict", version)
 	case "help", "--help", "-h":

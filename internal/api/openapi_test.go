@@ -235,7 +235,7 @@ func (r routePattern) covers(path string) bool {
 // appMounts are the handlers internal/app mounts through Deps.Mounts (see app.New), with
 // stand-ins: the patterns are what the document must cover. Keep this in step with app.New;
 // this package cannot import internal/app (it imports this one).
-var appMounts = []string{"/socket.io/"}
+var appMounts = []string{"/socket.io/", "/api/runner/"}
 
 // newDocTestServer builds the server with the real identity and billing services over no store
 // and no payment provider: the probes below only reach middleware and the services' first

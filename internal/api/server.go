@@ -44,6 +44,8 @@ type Deps struct {
 	Planner Planner
 	// Integrations is the trackers' service; nil: the integration routes answer 503.
 	Integrations Integrations
+	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
+	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
 	// hear of a run's end only by re-reading it (every 15 s).
 	Follow     Follow
@@ -88,6 +90,7 @@ type Server struct {
 	planner        Planner
 	analysis       Analysis
 	integrations   Integrations
+	runners        Runners
 	follow         Follow
 	reports        report.Store
 	signer         *report.Signer
@@ -131,7 +134,7 @@ func New(d Deps) *Server {
 		d.Follow = follow.New(follow.Options{Log: d.Log})
 	}
 	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
-		integrations: d.Integrations, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		integrations: d.Integrations, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -262,6 +265,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/billing/events", routeOpts{access: bearer, limit: "api"}, s.billingEvents)
 	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
 	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
+
+	s.handle("GET /api/runners", routeOpts{access: bearer, limit: "api"}, s.listRunners)
 
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

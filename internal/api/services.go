@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"verdict/internal/ai/analyst"
 	"verdict/internal/ai/planner"
@@ -127,6 +128,22 @@ type Integrations interface {
 }
 
 var _ Integrations = (*integrations.Service)(nil)
+
+// Runners lists the remote runners this replica has heard from (app.runnerList over
+// peerhttp.Server); admins only.
+type Runners interface {
+	ListRunners(ctx context.Context, p *identity.Principal) ([]RunnerInfo, error)
+}
+
+// RunnerInfo is a remote runner as GET /api/runners shows it.
+type RunnerInfo struct {
+	ID         string
+	Name       string
+	Backend    string
+	Slots      int
+	Busy       int
+	LastSeenAt time.Time
+}
 
 // Planner is the automation planner's service.
 type Planner interface {

@@ -34,6 +34,7 @@ import (
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
 	"verdict/internal/metrics"
+	"verdict/internal/peerhttp"
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
 	"verdict/internal/report"
@@ -56,6 +57,7 @@ type App struct {
 	backend *docker.Backend
 	events  control.Events
 	runner  *run.Runner
+	remote  *peerhttp.Server // the runner routes (/api/runner/): answer 404 without VERDICT_RUNNER_SECRET
 	reaper  *control.Reaper
 	mailer  *mail.Worker
 	metrics *metrics.Metrics
@@ -247,14 +249,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 			models.Anthropic: cfg.AnthropicAPIKey},
 		Events: events, Clock: clock, Log: log})
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
+	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
+	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
+	// run.Peer; a queued run wakes their waiting /api/runner/next.
+	a.remote = peerhttp.NewServer(peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log})
+	execDeps.Wake = a.remote.Notify
 	if cfg.Runner == "embedded" {
 		// The embedded runner reaches the control plane in process, through its run.Peer.
-		plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
-			Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 		id := runnerID(cfg.DataDir)
 		a.runner = &run.Runner{ID: id, Peer: plane.Peer(id), Backend: backend, Clock: clock, Log: log,
 			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
-		execDeps.Wake, execDeps.Stop = a.runner.Notify, a.runner.Cancel
+		remote := a.remote
+		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
+		execDeps.Stop = a.runner.Cancel
 	}
 	execs := executions.New(execDeps)
 	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
@@ -328,7 +336,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		SecureCookies:  strings.HasPrefix(cfg.PublicURL, "https://"),
 		PublicURL:      cfg.PublicURL,
 		ReportsURL:     cfg.ReportsURL,
-		Mounts:         map[string]http.Handler{"/socket.io/": hub.Handler()},
+		Mounts:         map[string]http.Handler{"/socket.io/": hub.Handler(), peerhttp.Prefix: a.remote},
+		Runners:        runnerList{a.remote},
 		Pages:          pages,
 		JWT:            jwt,
 		Limiter:        limiter,

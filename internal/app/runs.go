@@ -16,6 +16,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/follow"
 	"verdict/internal/identity"
+	"verdict/internal/peerhttp"
 	"verdict/internal/realtime"
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
@@ -135,4 +136,20 @@ func newDocker(cfg *config.Config, res run.Resources, log *slog.Logger) (*docker
 	}
 	return docker.New(cfg.DockerHost, docker.Options{DefaultResources: res, Network: cfg.RunNetwork,
 		BlockedNets: blocked, DiskLimitBytes: int64(cfg.RunDiskMB) << 20, Log: log})
+}
+
+// runnerList is the API's list of remote runners: the runner routes' memory of who called them
+// in the last minute (this replica's callers only), for admins.
+type runnerList struct{ srv *peerhttp.Server }
+
+func (l runnerList) ListRunners(_ context.Context, p *identity.Principal) ([]api.RunnerInfo, error) {
+	if err := p.RequireAdmin(); err != nil {
+		return nil, err
+	}
+	seen := l.srv.Runners()
+	out := make([]api.RunnerInfo, len(seen))
+	for i, r := range seen {
+		out[i] = api.RunnerInfo{ID: r.ID, Name: r.Name, Backend: r.Backend, Slots: r.Slots, Busy: r.Busy, LastSeenAt: r.LastSeenAt}
+	}
+	return out, nil
 }

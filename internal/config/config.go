@@ -58,8 +58,11 @@ type Config struct {
 	StripePriceEnterprise string `env:"STRIPE_PRICE_ENTERPRISE"`
 	StripeAPIBase         string `env:"STRIPE_API_BASE"` // e.g. a stripe-mock address; empty: Stripe's API
 
-	Runner         string  `env:"VERDICT_RUNNER" envDefault:"embedded"`
-	RunnerSlots    int     `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
+	Runner      string `env:"VERDICT_RUNNER" envDefault:"embedded"`
+	RunnerSlots int    `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
+	// RunnerSecret is the bearer secret remote runners (`verdict runner`) present on
+	// /api/runner/*; empty: those routes answer 404 and no remote runner is served.
+	RunnerSecret   string  `env:"VERDICT_RUNNER_SECRET"`
 	DockerHost     string  `env:"DOCKER_HOST"`
 	RunMemoryMB    int     `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
 	RunCPUs        float64 `env:"VERDICT_RUN_CPUS" envDefault:"2"`
@@ -286,6 +289,9 @@ func (c *Config) finish() error {
 	if c.RunnerSlots < 1 || c.RunnerSlots > 256 {
 		bad("VERDICT_RUNNER_SLOTS", "want 1..256")
 	}
+	if c.RunnerSecret != "" && len(c.RunnerSecret) < minRunnerSecret {
+		bad("VERDICT_RUNNER_SECRET", "want at least %d characters", minRunnerSecret)
+	}
 	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
 		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
 	}
@@ -425,4 +431,98 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 		}
 	}
 	return false
+}
+
+// minRunnerSecret is the shortest VERDICT_RUNNER_SECRET accepted: the secret hands out runs
+// and their variables, so it is never a short word.
+const minRunnerSecret = 32
+
+// RunnerConfig is the settings of `verdict runner`, a runner on another host that reaches the
+// server over HTTP: no database, no other secret than VERDICT_RUNNER_SECRET, and the Docker
+// settings the embedded runner uses.
+type RunnerConfig struct {
+	Server    string `env:"VERDICT_SERVER"` // the server's URL; --server overrides it
+	Secret    string `env:"VERDICT_RUNNER_SECRET"`
+	Name      string `env:"VERDICT_RUNNER_NAME"` // empty: the host name
+	Slots     int    `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
+	LogLevel  string `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"VERDICT_LOG_FORMAT" envDefault:"text"`
+
+	DockerHost      string   `env:"DOCKER_HOST"`
+	RunMemoryMB     int      `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
+	RunCPUs         float64  `env:"VERDICT_RUN_CPUS" envDefault:"2"`
+	RunPids         int      `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
+	RunDiskMB       int      `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
+	RunNetwork      string   `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
+	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+
+	BlockedNets []netip.Prefix `env:"-"` // RunBlockedCIDRs parsed
+}
+
+// runnerName is what VERDICT_RUNNER_NAME may be: it names the runner in the server's list and
+// in its runs' runner ID.
+var runnerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidRunnerName tells whether name may name a remote runner.
+func ValidRunnerName(name string) bool { return runnerName.MatchString(name) }
+
+// LoadRunner reads the settings of `verdict runner` (nil environ: the process environment).
+func LoadRunner(environ map[string]string) (*RunnerConfig, error) {
+	c := &RunnerConfig{}
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	if err := env.ParseWithOptions(c, opts); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Secret) < minRunnerSecret {
+		bad("VERDICT_RUNNER_SECRET", "want the server's runner secret (at least %d characters)", minRunnerSecret)
+	}
+	if c.Name == "" {
+		c.Name, _ = os.Hostname()
+	}
+	if !ValidRunnerName(c.Name) {
+		bad("VERDICT_RUNNER_NAME", "want 1 to 63 letters, digits, '.', '_' or '-', got %q", c.Name)
+	}
+	if c.Slots < 1 || c.Slots > 256 {
+		bad("VERDICT_RUNNER_SLOTS", "want 1..256")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("VERDICT_LOG_LEVEL", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("VERDICT_LOG_FORMAT", "want text or json, got %q", c.LogFormat)
+	}
+	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
+		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
+	}
+	if c.RunDiskMB < 0 {
+		bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")
+	}
+	if c.RunNetwork == "" || len(c.RunNetwork) > 15 || strings.ContainsAny(c.RunNetwork, " /:") {
+		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", c.RunNetwork)
+	}
+	c.BlockedNets = []netip.Prefix{}
+	for _, p := range c.RunBlockedCIDRs {
+		if p = strings.TrimSpace(p); p == "" || p == "none" {
+			continue
+		}
+		pre, err := netip.ParsePrefix(p)
+		if err != nil {
+			bad("VERDICT_RUN_BLOCKED_CIDRS", "%q is not a CIDR", p)
+			continue
+		}
+		c.BlockedNets = append(c.BlockedNets, pre.Masked())
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
 }

@@ -101,3 +101,24 @@ func TestHardeningSettings(t *testing.T) {
 		t.Fatalf("config: %+v", c)
 	}
 }
+
+func TestLoadRunner(t *testing.T) {
+	c, err := LoadRunner(map[string]string{"VERDICT_RUNNER_SECRET": strings.Repeat("k", 32), "VERDICT_RUNNER_NAME": "ci-1",
+		"VERDICT_RUN_BLOCKED_CIDRS": "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Slots != 2 || c.Name != "ci-1" || c.RunNetwork != "verdict-runs" || c.BlockedNets == nil || len(c.BlockedNets) != 0 {
+		t.Fatalf("runner config: %+v", c)
+	}
+	_, err = LoadRunner(map[string]string{"VERDICT_RUNNER_SECRET": "short", "VERDICT_RUNNER_NAME": "a b", "VERDICT_RUNNER_SLOTS": "0"})
+	for _, name := range []string{"VERDICT_RUNNER_SECRET", "VERDICT_RUNNER_NAME", "VERDICT_RUNNER_SLOTS"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error %v does not name %s", err, name)
+		}
+	}
+	if _, err := LoadFrom(map[string]string{"VERDICT_DEV": "true", "VERDICT_DATA_DIR": t.TempDir(), "VERDICT_RUNNER_SECRET": "short"}); err == nil ||
+		!strings.Contains(err.Error(), "VERDICT_RUNNER_SECRET") {
+		t.Errorf("serve with a short runner secret: %v", err)
+	}
+}

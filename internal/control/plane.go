@@ -142,7 +142,12 @@ func (p *peer) Log(ctx context.Context, id string, seq int, offset int64, chunk 
 	// The live event goes first: watchers should not wait for the database. Its offset lets a
 	// watcher that joined late see what it missed, and skip what it has.
 	p.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk, offset)
-	return p.Store.Logs().Append(ctx, id, seq, chunk)
+	err = p.Store.Logs().Append(ctx, id, seq, chunk)
+	if errors.Is(err, store.ErrConflict) {
+		// The chunk is stored already: a runner over HTTP sent it again after losing the answer.
+		return nil
+	}
+	return err
 }
 
 func (p *peer) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {

@@ -1,0 +1,266 @@
+package peerhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"verdict/internal/run"
+)
+
+// ClientDeps configure a Client. URL, Secret, Name and Slots are required.
+type ClientDeps struct {
+	URL     string // the server's base URL (http(s)://host[:port])
+	Secret  string // VERDICT_RUNNER_SECRET
+	Name    string
+	Slots   int
+	Backend string       // ["docker"]
+	HTTP    *http.Client // [a client without an overall timeout: /next long-polls, uploads stream]
+	Log     *slog.Logger
+	// Backoff is the first wait before a retry [200ms]; it doubles up to MaxBackoff [5s].
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+// Client is run.Peer over HTTP. Calls that only report (Extend, Log, Started, Done) are retried
+// on network errors and on 502, 503 and 504 answers, with backoff, for as long as the run's lease
+// would last since its last renewal (a server restart loses no run); a refusal (4xx) is not
+// retried. Log returns once the server has stored the chunk, so a slow server slows the log
+// pump instead of piling chunks up. Upload streams its archive once: a stream cannot be
+// replayed.
+type Client struct {
+	base    string
+	secret  string
+	name    string
+	slots   string
+	backend string
+	http    *http.Client
+	log     *slog.Logger
+	backoff time.Duration
+	maxWait time.Duration
+
+	mu     sync.Mutex
+	leases map[string]time.Time // by run: when the lease runs out, as of the last renewal
+}
+
+// NewClient checks d and builds the client.
+func NewClient(d ClientDeps) (*Client, error) {
+	u, err := url.Parse(d.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL: want http(s)://host[:port], got %q", d.URL)
+	}
+	if d.Secret == "" {
+		return nil, errors.New("the runner secret is empty")
+	}
+	if !nameRe.MatchString(d.Name) {
+		return nil, fmt.Errorf("runner name %q: want 1 to 63 letters, digits, '.', '_' or '-'", d.Name)
+	}
+	if d.Slots < 1 || d.Slots > 256 {
+		return nil, errors.New("runner slots: want 1..256")
+	}
+	if d.Backend == "" {
+		d.Backend = "docker"
+	}
+	if d.HTTP == nil {
+		d.HTTP = &http.Client{Transport: http.DefaultTransport}
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Backoff <= 0 {
+		d.Backoff = 200 * time.Millisecond
+	}
+	if d.MaxBackoff <= 0 {
+		d.MaxBackoff = 5 * time.Second
+	}
+	return &Client{base: strings.TrimRight(d.URL, "/"), secret: d.Secret, name: d.Name, slots: strconv.Itoa(d.Slots),
+		backend: d.Backend, http: d.HTTP, log: d.Log, backoff: d.Backoff, maxWait: d.MaxBackoff,
+		leases: map[string]time.Time{}}, nil
+}
+
+var _ run.Peer = (*Client)(nil)
+
+// statusError is an answer the server refused with.
+type statusError struct {
+	status  int
+	message string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("the server answered %d: %s", e.status, e.message)
+}
+
+// retryable: the server could not be reached or is restarting.
+func retryable(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status == http.StatusBadGateway || se.status == http.StatusServiceUnavailable || se.status == http.StatusGatewayTimeout
+	}
+	return err != nil
+}
+
+// call sends one request and returns the answer, its status checked: 2xx is returned, 409 is
+// run.ErrLeaseLost, anything else a *statusError.
+func (c *Client) call(ctx context.Context, path, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.secret)
+	req.Header.Set(HeaderRunner, c.name)
+	req.Header.Set(HeaderSlots, c.slots)
+	req.Header.Set(HeaderBackend, c.backend)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusConflict {
+		return nil, run.ErrLeaseLost
+	}
+	var eb errorBody
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(raw, &eb) != nil || eb.Message == "" {
+		eb.Message = strings.TrimSpace(string(raw))
+		if len(eb.Message) > 200 {
+			eb.Message = eb.Message[:200]
+		}
+	}
+	return nil, &statusError{status: resp.StatusCode, message: eb.Message}
+}
+
+// callJSON posts in as JSON and decodes the answer into out (nil: none expected), retrying
+// for run id's lease (id "": no retry).
+func (c *Client) callJSON(ctx context.Context, id, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	wait := c.backoff
+	for {
+		resp, err := c.call(ctx, path, "application/json", bytes.NewReader(body))
+		if err == nil {
+			defer resp.Body.Close()
+			if out == nil || resp.StatusCode == http.StatusNoContent {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+				return nil
+			}
+			return json.NewDecoder(resp.Body).Decode(out)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if id == "" || !retryable(err) {
+			return err
+		}
+		if time.Now().Add(wait).After(c.leaseEnd(id)) {
+			return fmt.Errorf("the server did not answer while the run's lease lasted: %w", err)
+		}
+		c.log.Warn("the server did not answer; retrying", "path", path, "in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(wait*2, c.maxWait)
+	}
+}
+
+// renewed records that run id's lease lasts lease from now.
+func (c *Client) renewed(id string, lease time.Duration) {
+	c.mu.Lock()
+	c.leases[id] = time.Now().Add(lease)
+	c.mu.Unlock()
+}
+
+// leaseEnd is when run id's lease runs out as this client last renewed it.
+func (c *Client) leaseEnd(id string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leases[id]
+}
+
+func runPath(id, what string) string { return Prefix + "runs/" + url.PathEscape(id) + "/" + what }
+
+func seconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
+
+// Next long-polls the server for a run (up to about 25 s); nil, nil: none came.
+func (c *Client) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
+	resp, err := c.call(ctx, Prefix+"next", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"leaseSeconds":%d}`, seconds(lease))))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return nil, nil
+	}
+	var j workJSON
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+		return nil, fmt.Errorf("reading the claimed run: %w", err)
+	}
+	c.renewed(j.ID, lease)
+	return j.work(), nil
+}
+
+func (c *Client) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	var a extendAnswer
+	if err := c.callJSON(ctx, id, runPath(id, "extend"), leaseBody{LeaseSeconds: seconds(lease)}, &a); err != nil {
+		return false, err
+	}
+	c.renewed(id, lease)
+	return a.Cancelled, nil
+}
+
+func (c *Client) Started(ctx context.Context, id, containerID string) error {
+	return c.callJSON(ctx, id, runPath(id, "started"), startedBody{ContainerID: containerID}, nil)
+}
+
+// Log sends one chunk and returns once the server stored it (a chunk sent twice, after an
+// answer was lost, is stored once: the server knows it by its seq).
+func (c *Client) Log(ctx context.Context, id string, seq int, offset int64, chunk string) error {
+	return c.callJSON(ctx, id, runPath(id, "log"), logBody{Seq: seq, Offset: offset, Chunk: chunk}, nil)
+}
+
+// Upload streams archive to the server as the request's body.
+func (c *Client) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {
+	resp, err := c.call(ctx, runPath(id, "upload"), "application/x-tar", io.NopCloser(archive))
+	if err != nil {
+		return run.Reports{}, err
+	}
+	defer resp.Body.Close()
+	var j reportsJSON
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+		return run.Reports{}, fmt.Errorf("reading the stored reports: %w", err)
+	}
+	return j.reports(), nil
+}
+
+// doneTime bounds Done: the post-run chain's analysis (90 s) and writes.
+const doneTime = 5 * time.Minute
+
+// Done settles the run. It goes on when ctx was cancelled (a cancelled run is settled too),
+// within doneTime.
+func (c *Client) Done(ctx context.Context, id string, res run.Result) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTime)
+	defer cancel()
+	err := c.callJSON(dctx, id, runPath(id, "done"), resultToJSON(res), nil)
+	c.mu.Lock()
+	delete(c.leases, id)
+	c.mu.Unlock()
+	return err
+}

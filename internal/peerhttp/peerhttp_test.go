@@ -1,0 +1,241 @@
+package peerhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/run"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const secret = "0123456789abcdef0123456789abcdef"
+
+// fakePeer is a control plane holding one run, "r1", for runner "remote:box".
+type fakePeer struct {
+	mu       sync.Mutex
+	runner   string
+	claimed  bool
+	logs     []string
+	uploaded string
+	done     *run.Result
+}
+
+func (p *fakePeer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.claimed {
+		return nil, nil
+	}
+	p.claimed = true
+	return &run.Work{ID: "r1", TaskID: "t1", Image: "img", Env: run.RunEnv{Vars: map[string]string{"TOKEN": "s"}, Secrets: []string{"TOKEN"}}}, nil
+}
+
+func (p *fakePeer) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	if id != "r1" {
+		return false, run.ErrLeaseLost
+	}
+	return true, nil
+}
+
+func (p *fakePeer) Started(ctx context.Context, id, containerID string) error { return nil }
+
+func (p *fakePeer) Log(ctx context.Context, id string, seq int, offset int64, chunk string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.logs = append(p.logs, chunk)
+	return nil
+}
+
+func (p *fakePeer) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {
+	b, err := io.ReadAll(archive)
+	p.mu.Lock()
+	p.uploaded = string(b)
+	p.mu.Unlock()
+	return run.Reports{Dirs: []string{"junit"}, Bytes: int64(len(b)), Tests: []domain.TestResult{{Name: "a", Status: domain.TestPassed}}}, err
+}
+
+func (p *fakePeer) Done(ctx context.Context, id string, res run.Result) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = &res
+	return nil
+}
+
+func newServer(t *testing.T, peer *fakePeer) *Server {
+	return NewServer(ServerDeps{Secret: secret, Peer: func(id string) run.Peer { peer.runner = id; return peer }, Log: quiet,
+		Wait: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
+}
+
+func newClient(t *testing.T, url string) *Client {
+	t.Helper()
+	c, err := NewClient(ClientDeps{URL: url, Secret: secret, Name: "box", Slots: 3, Log: quiet, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRoundTrip(t *testing.T) {
+	peer := &fakePeer{}
+	s := newServer(t, peer)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+
+	w, err := c.Next(ctx, 30*time.Second)
+	if err != nil || w == nil || w.ID != "r1" || w.Env.Vars["TOKEN"] != "s" || peer.runner != "remote:box" {
+		t.Fatalf("next: %+v %v (runner %q)", w, err, peer.runner)
+	}
+	if w, err := c.Next(ctx, 30*time.Second); w != nil || err != nil {
+		t.Fatalf("second next: %+v %v, want nothing after the wait", w, err)
+	}
+	if cancelled, err := c.Extend(ctx, "r1", 30*time.Second); !cancelled || err != nil {
+		t.Fatalf("extend: %v %v", cancelled, err)
+	}
+	if _, err := c.Extend(ctx, "other", 30*time.Second); !errors.Is(err, run.ErrLeaseLost) {
+		t.Fatalf("extend of another's run: %v, want ErrLeaseLost", err)
+	}
+	if err := c.Started(ctx, "r1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Log(ctx, "r1", 1, 0, "line\n"); err != nil || len(peer.logs) != 1 || peer.logs[0] != "line\n" {
+		t.Fatalf("log: %v %v", err, peer.logs)
+	}
+	pr, pw := io.Pipe()
+	go func() { _, _ = io.WriteString(pw, strings.Repeat("x", 1<<20)); pw.Close() }()
+	rep, err := c.Upload(ctx, "r1", pr)
+	if err != nil || rep.Bytes != 1<<20 || len(rep.Tests) != 1 || len(peer.uploaded) != 1<<20 {
+		t.Fatalf("upload: %+v %v", rep, err)
+	}
+	code := 1
+	if err := c.Done(ctx, "r1", run.Result{Status: domain.ExecFailed, ExitCode: &code, Reports: rep}); err != nil {
+		t.Fatal(err)
+	}
+	if peer.done == nil || peer.done.Status != domain.ExecFailed || *peer.done.ExitCode != 1 || peer.done.Reports.Bytes != 1<<20 {
+		t.Fatalf("done: %+v", peer.done)
+	}
+	list := s.Runners()
+	if len(list) != 1 || list[0].Name != "box" || list[0].Slots != 3 || list[0].Busy != 0 || list[0].Backend != "docker" {
+		t.Fatalf("runners: %+v", list)
+	}
+}
+
+func TestServerRefuses(t *testing.T) {
+	peer := &fakePeer{}
+	srv := httptest.NewServer(newServer(t, peer))
+	defer srv.Close()
+	off := httptest.NewServer(NewServer(ServerDeps{Peer: func(string) run.Peer { return peer }}))
+	defer off.Close()
+	post := func(base, auth, name, body string) int {
+		req, _ := http.NewRequest("POST", base+"/api/runner/next", strings.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		req.Header.Set(HeaderRunner, name)
+		req.Header.Set(HeaderSlots, "1")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, c := range []struct {
+		base, auth, name, body string
+		want                   int
+	}{
+		{off.URL, "Bearer " + secret, "box", `{"leaseSeconds":30}`, 404},
+		{srv.URL, "Bearer nope", "box", `{"leaseSeconds":30}`, 401},
+		{srv.URL, secret, "box", `{"leaseSeconds":30}`, 401},
+		{srv.URL, "Bearer " + secret, "../x", `{"leaseSeconds":30}`, 400},
+		{srv.URL, "Bearer " + secret, "box", `{"leaseSeconds":30,"x":1}`, 400},
+		{srv.URL, "Bearer " + secret, "box", `{"leaseSeconds":0}`, 400},
+	} {
+		if got := post(c.base, c.auth, c.name, c.body); got != c.want {
+			t.Errorf("%+v: %d, want %d", c, got, c.want)
+		}
+	}
+	if peer.claimed {
+		t.Fatal("a refused request claimed a run")
+	}
+}
+
+// dropping passes requests to h but drops the connection of the first n without an answer, as
+// a server that restarts does.
+func dropping(n int32, h http.Handler) (http.Handler, *atomic.Int32) {
+	var seen atomic.Int32
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) <= n {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), &seen
+}
+
+func TestClientRetriesDroppedRequests(t *testing.T) {
+	peer := &fakePeer{}
+	s := newServer(t, peer)
+	var current atomic.Value // http.Handler
+	h, _ := dropping(0, s)
+	current.Store(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		current.Load().(http.Handler).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+	if _, err := c.Next(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two dropped requests, then answers: Extend and Log get through.
+	drop, seen2 := dropping(2, s)
+	current.Store(drop)
+	if cancelled, err := c.Extend(ctx, "r1", 5*time.Second); err != nil || !cancelled {
+		t.Fatalf("extend after dropped requests: %v %v", cancelled, err)
+	}
+	if n := seen2.Load(); n != 3 {
+		t.Fatalf("extend: %d requests, want 3 (two dropped, one answered)", n)
+	}
+	drop, seen3 := dropping(2, s)
+	current.Store(drop)
+	if err := c.Log(ctx, "r1", 1, 0, "a\n"); err != nil || len(peer.logs) != 1 {
+		t.Fatalf("log after dropped requests: %v %v", err, peer.logs)
+	}
+	if n := seen3.Load(); n != 3 {
+		t.Fatalf("log: %d requests, want 3", n)
+	}
+
+	// A refusal is not retried.
+	counted, seen4 := dropping(0, s)
+	current.Store(counted)
+	if _, err := c.Extend(ctx, "other", 5*time.Second); !errors.Is(err, run.ErrLeaseLost) || seen4.Load() != 1 {
+		t.Fatalf("lease lost: %v after %d requests, want one", err, seen4.Load())
+	}
+
+	// A server that never answers: retries stop once the lease would be lost.
+	gone, _ := dropping(1<<30, s)
+	current.Store(gone)
+	c.renewed("r1", 300*time.Millisecond)
+	start := time.Now()
+	if _, err := c.Extend(ctx, "r1", 5*time.Second); err == nil || errors.Is(err, run.ErrLeaseLost) {
+		t.Fatalf("extend against a dead server: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("extend kept retrying for %s past a 300ms lease", d)
+	}
+}

@@ -1,0 +1,408 @@
+package peerhttp
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/run"
+)
+
+// ServerDeps are what the runner routes need. Secret empty: every route answers 404.
+type ServerDeps struct {
+	Secret string
+	// Peer is the control plane's door for a runner ID (control.Plane.Peer).
+	Peer  func(runnerID string) run.Peer
+	Clock domain.Clock
+	Log   *slog.Logger
+	// Wait bounds a /next long-poll [25s]; Poll is how often it looks for work when not woken [1s].
+	Wait time.Duration
+	Poll time.Duration
+}
+
+// Server serves the runner routes and remembers, in memory, the runners that called them.
+type Server struct {
+	secret [sha256.Size]byte
+	on     bool
+	peer   func(string) run.Peer
+	clock  domain.Clock
+	log    *slog.Logger
+	wait   time.Duration
+	poll   time.Duration
+	mux    *http.ServeMux
+
+	mu      sync.Mutex
+	peers   map[string]run.Peer // by runner ID
+	runners map[string]*seen    // by name
+	wake    chan struct{}       // closed by Notify, then replaced
+}
+
+// seen is a runner as the server last heard from it.
+type seen struct {
+	name, backend string
+	slots         int
+	busy          map[string]bool // runs claimed through this server and not yet done
+	last          time.Time
+}
+
+// Runner is a remote runner heard from recently.
+type Runner struct {
+	ID         string
+	Name       string
+	Backend    string
+	Slots      int
+	Busy       int
+	LastSeenAt time.Time
+}
+
+// seenWithin is how recently a runner must have called to be listed.
+const seenWithin = time.Minute
+
+// RunnerID is the runner ID (executions' runner_id) of the remote runner name.
+func RunnerID(name string) string { return "remote:" + name }
+
+// NewServer builds the runner routes.
+func NewServer(d ServerDeps) *Server {
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Wait <= 0 {
+		d.Wait = 25 * time.Second
+	}
+	if d.Poll <= 0 {
+		d.Poll = time.Second
+	}
+	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
+		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), peers: map[string]run.Peer{}, runners: map[string]*seen{},
+		wake: make(chan struct{})}
+	s.mux.HandleFunc("POST /api/runner/next", s.next)
+	s.mux.HandleFunc("POST /api/runner/runs/{id}/extend", s.extend)
+	s.mux.HandleFunc("POST /api/runner/runs/{id}/started", s.started)
+	s.mux.HandleFunc("POST /api/runner/runs/{id}/log", s.appendLog)
+	s.mux.HandleFunc("POST /api/runner/runs/{id}/upload", s.upload)
+	s.mux.HandleFunc("POST /api/runner/runs/{id}/done", s.done)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "Not found", "No such route: "+r.Method+" "+r.URL.Path)
+	})
+	return s
+}
+
+// Notify wakes the long-polls waiting in /next: a run was queued or a slot freed.
+func (s *Server) Notify() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Runners lists the runners heard from in the last minute, by name. With several replicas,
+// each knows the runners that call it.
+func (s *Server) Runners() []Runner {
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []Runner{}
+	for name, r := range s.runners {
+		if now.Sub(r.last) > seenWithin {
+			delete(s.runners, name)
+			continue
+		}
+		out = append(out, Runner{ID: RunnerID(name), Name: name, Backend: r.backend, Slots: r.slots, Busy: len(r.busy), LastSeenAt: r.last})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+type ctxKey struct{}
+
+// caller is the runner a request comes from.
+type caller struct {
+	name string
+	peer run.Peer
+}
+
+func callerOf(r *http.Request) caller { return r.Context().Value(ctxKey{}).(caller) }
+
+var (
+	nameRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	backendRe = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+)
+
+// ServeHTTP authenticates the runner, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.on {
+		writeError(w, http.StatusNotFound, "Not found", "No such route: "+r.Method+" "+r.URL.Path)
+		return
+	}
+	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(token))
+	if !found || subtle.ConstantTimeCompare(sum[:], s.secret[:]) != 1 {
+		writeError(w, http.StatusUnauthorized, "Authentication required", "A runner authenticates with the server's runner secret")
+		return
+	}
+	name := r.Header.Get(HeaderRunner)
+	slots, err := strconv.Atoi(r.Header.Get(HeaderSlots))
+	backend := r.Header.Get(HeaderBackend)
+	if backend == "" {
+		backend = "docker"
+	}
+	switch {
+	case !nameRe.MatchString(name):
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderRunner+" must name the runner (1 to 63 letters, digits, '.', '_' or '-')")
+		return
+	case err != nil || slots < 1 || slots > 256:
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderSlots+" must be a whole number from 1 to 256")
+		return
+	case !backendRe.MatchString(backend):
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderBackend+" must be a backend name")
+		return
+	}
+	s.mu.Lock()
+	id := RunnerID(name)
+	p := s.peers[id]
+	if p == nil {
+		p = s.peer(id)
+		s.peers[id] = p
+	}
+	rs := s.runners[name]
+	if rs == nil {
+		rs = &seen{name: name, busy: map[string]bool{}}
+		s.runners[name] = rs
+	}
+	rs.backend, rs.slots, rs.last = backend, slots, s.clock()
+	s.mu.Unlock()
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{name: name, peer: p})))
+}
+
+// busy records that runner name holds run id (or no longer does).
+func (s *Server) busy(name, id string, holds bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rs := s.runners[name]; rs != nil {
+		if holds {
+			rs.busy[id] = true
+		} else {
+			delete(rs.busy, id)
+		}
+	}
+}
+
+const maxJSONBytes = 4 << 20 // a log chunk is at most a few tens of KiB; a result, its tests
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data")
+	}
+	if field, unknown := strings.CutPrefix(fmt.Sprint(err), "json: unknown field "); unknown {
+		writeError(w, http.StatusBadRequest, "Invalid request", "Unknown field "+field)
+		return false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Invalid JSON", "The request body is not valid JSON")
+		return false
+	}
+	return true
+}
+
+func leaseOf(w http.ResponseWriter, b leaseBody) (time.Duration, bool) {
+	if b.LeaseSeconds < 1 || b.LeaseSeconds > 600 {
+		writeError(w, http.StatusBadRequest, "Validation error", "leaseSeconds must be from 1 to 600")
+		return 0, false
+	}
+	return time.Duration(b.LeaseSeconds) * time.Second, true
+}
+
+func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if id == "" || len(id) > 64 {
+		writeError(w, http.StatusBadRequest, "Validation error", "The run ID is malformed")
+		return "", false
+	}
+	return id, true
+}
+
+// fail answers a Peer's error: a lost lease is 409, anything else 500 (logged).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, op string) {
+	if errors.Is(err, run.ErrLeaseLost) {
+		writeError(w, http.StatusConflict, "Lease lost", "This runner no longer holds the run")
+		return
+	}
+	if r.Context().Err() == nil {
+		s.log.Error("runner request failed", "op", op, "runner", callerOf(r).name, "err", err)
+	}
+	writeError(w, http.StatusInternalServerError, op, "An internal error occurred; it has been logged")
+}
+
+// next claims a run for the runner, waiting up to Wait for one.
+func (s *Server) next(w http.ResponseWriter, r *http.Request) {
+	var b leaseBody
+	if !decode(w, r, &b) {
+		return
+	}
+	lease, ok := leaseOf(w, b)
+	if !ok {
+		return
+	}
+	c := callerOf(r)
+	ctx := r.Context()
+	deadline := time.NewTimer(s.wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(s.poll)
+	defer poll.Stop()
+	for {
+		s.mu.Lock()
+		wake := s.wake
+		s.mu.Unlock()
+		work, err := c.peer.Next(ctx, lease)
+		if err != nil {
+			s.fail(w, r, err, "Failed to claim a run")
+			return
+		}
+		if work != nil {
+			s.busy(c.name, work.ID, true)
+			w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
+			writeJSON(w, http.StatusOK, workToJSON(work))
+			return
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-deadline.C:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	var b leaseBody
+	if !ok || !decode(w, r, &b) {
+		return
+	}
+	lease, ok := leaseOf(w, b)
+	if !ok {
+		return
+	}
+	c := callerOf(r)
+	cancelled, err := c.peer.Extend(r.Context(), id, lease)
+	if err != nil {
+		if errors.Is(err, run.ErrLeaseLost) {
+			s.busy(c.name, id, false)
+		}
+		s.fail(w, r, err, "Failed to extend the lease")
+		return
+	}
+	s.busy(c.name, id, true)
+	writeJSON(w, http.StatusOK, extendAnswer{Cancelled: cancelled})
+}
+
+func (s *Server) started(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	var b startedBody
+	if !ok || !decode(w, r, &b) {
+		return
+	}
+	if b.ContainerID == "" || len(b.ContainerID) > 256 {
+		writeError(w, http.StatusBadRequest, "Validation error", "containerId must be 1 to 256 characters")
+		return
+	}
+	if err := callerOf(r).peer.Started(r.Context(), id, b.ContainerID); err != nil {
+		s.fail(w, r, err, "Failed to record the container")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	var b logBody
+	if !ok || !decode(w, r, &b) {
+		return
+	}
+	if b.Seq < 1 || b.Offset < 0 || b.Chunk == "" {
+		writeError(w, http.StatusBadRequest, "Validation error", "seq must be at least 1, offset at least 0, and chunk not empty")
+		return
+	}
+	if err := callerOf(r).peer.Log(r.Context(), id, b.Seq, b.Offset, b.Chunk); err != nil {
+		s.fail(w, r, err, "Failed to store log lines")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// uploadTime bounds the arrival of a report archive, which may take longer than the API's
+// body timeout.
+const uploadTime = 10 * time.Minute
+
+// upload streams the request's body, a tar archive, to Peer.Upload: it is read as it arrives,
+// never held whole.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	if !ok {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(s.clock().Add(uploadTime))
+	rep, err := callerOf(r).peer.Upload(r.Context(), id, r.Body)
+	if err != nil {
+		s.fail(w, r, err, "Failed to store the reports")
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)) // let the connection be reused
+	writeJSON(w, http.StatusOK, reportsToJSON(rep))
+}
+
+func (s *Server) done(w http.ResponseWriter, r *http.Request) {
+	id, ok := runID(w, r)
+	var b resultJSON
+	if !ok || !decode(w, r, &b) {
+		return
+	}
+	switch b.Status {
+	case domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled:
+	default:
+		writeError(w, http.StatusBadRequest, "Validation error", "status must be a final status")
+		return
+	}
+	if b.FinishedAt.IsZero() {
+		b.FinishedAt = s.clock()
+	}
+	c := callerOf(r)
+	if err := c.peer.Done(r.Context(), id, b.result()); err != nil {
+		s.fail(w, r, err, "Failed to settle the run")
+		return
+	}
+	s.busy(c.name, id, false)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, errorBody{Success: false, Error: code, Message: message})
+}

@@ -144,7 +144,7 @@ func TestS3ReportsEndToEnd(t *testing.T) {
 	// into its reports.
 	disk := runHarness(t, "sqlite")
 	onDisk, _ := passRun(t, disk, "disk@example.com")
-	near := func(a, b int64) bool { return a-b < a/100 && b-a < a/100 }
+	near := func(a, b float64) bool { return a-b < a/100 && b-a < a/100 }
 	if onDisk.folders != run.folders || onDisk.reportBytes != onDisk.storage || run.reportBytes != run.storage ||
 		!near(onDisk.reportBytes, run.reportBytes) {
 		t.Fatalf("on disk %+v, in the bucket %+v", onDisk, run)

@@ -147,7 +147,7 @@ func finishedRun() domain.Execution {
 		Image: "registry.example.com/suite:1", Environment: "staging", BaseURL: "https://staging.example",
 		TimeoutSeconds: 600, EnvNames: []string{"TOKEN"}, TriggeredBy: "dev-1", Status: domain.ExecFailed,
 		ExitCode: &exit, QueuedAt: testNow.Add(-2 * time.Minute), StartedAt: &started, FinishedAt: &finished,
-		Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
+		RunnerID: "remote:ci-1", Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
 		Tests: []domain.TestResult{{Name: "logs in", Suite: "auth", Status: domain.TestPassed, DurationMs: 1200},
 			{Name: "pays", Suite: "billing", Status: domain.TestFailed, DurationMs: 800, Error: "expected 200"}},
 		ReportDirs: []string{"playwright-report", "junit"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: 2048,
@@ -165,7 +165,7 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 	"folder":"all","timeoutSeconds":600,"envVarNames":["TOKEN"],"status":"FAILED","queueReason":null,"error":null,
 	"exitCode":1,"queuedAt":"2026-05-04T09:58:00.000Z","startedAt":"2026-05-04T09:58:30.000Z",
 	"finishedAt":"2026-05-04T09:59:30.000Z","durationMs":60000,"triggeredBy":"dev-1","viaApiKey":false,
-	"labels":{},"cancelRequested":false,"summary":{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0},
+	"labels":{},"cancelRequested":false,"runner":"remote:ci-1","summary":{"total":2,"passed":1,"failed":1,"skipped":0,"flaky":0},
 	"reportFolders":["playwright-report","junit"],"reportBytes":2048,"notes":[],
 	"htmlReportUrl":"https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/",
 	"allureReportUrl":null,
@@ -186,14 +186,14 @@ func runningRun() domain.Execution {
 	return domain.Execution{ID: "0123456789abcdef01234568", OrganizationID: testOrg, TaskID: "run-abc",
 		ProjectID: "64b7f0c2a1e4d5f6a7b8c9d1", Image: "suite", Command: "npx playwright test", TimeoutSeconds: 1800,
 		TriggeredBy: "admin-1", ViaAPIKey: true, Status: domain.ExecRunning, QueuedAt: testNow.Add(-20 * time.Second),
-		StartedAt: &started}
+		StartedAt: &started, RunnerID: "remote:ci-2"}
 }
 
 const runningItem = `{"taskId":"run-abc","organizationId":"64b7f0c2a1e4d5f6a7b8c9d0","projectId":"64b7f0c2a1e4d5f6a7b8c9d1",
 	"image":"suite","command":"npx playwright test","environment":"","baseUrl":"","folder":"all","timeoutSeconds":1800,
 	"envVarNames":[],"status":"RUNNING","queueReason":null,"error":null,"exitCode":null,
 	"queuedAt":"2026-05-04T09:59:40.000Z","startedAt":"2026-05-04T09:59:50.000Z","finishedAt":null,"durationMs":10000,
-	"triggeredBy":"admin-1","viaApiKey":true,"labels":{},"cancelRequested":false,
+	"triggeredBy":"admin-1","viaApiKey":true,"labels":{},"cancelRequested":false,"runner":"remote:ci-2",
 	"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
 	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[]}`
 
@@ -303,7 +303,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"baseUrl":"","folder":"all","timeoutSeconds":600,"envVarNames":["TOKEN"],"status":"PENDING",
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"labels":{},"cancelRequested":false,
-		"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
+		"runner":"","summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
 		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"tests":[],"analysis":null,
 		"trackerAIssues":[],"trackerBItems":[]}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}

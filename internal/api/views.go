@@ -209,13 +209,16 @@ type ExecutionListItem struct {
 	ViaAPIKey       bool              `json:"viaApiKey"`
 	Labels          map[string]string `json:"labels"`
 	CancelRequested bool              `json:"cancelRequested"`
-	Summary         domain.Summary    `json:"summary"`
-	ReportFolders   []string          `json:"reportFolders"`
-	ReportBytes     int64             `json:"reportBytes"`
-	Notes           []string          `json:"notes"`
-	HTMLReportURL   *string           `json:"htmlReportUrl"`
-	AllureReportURL *string           `json:"allureReportUrl"`
-	Artifacts       []string          `json:"artifacts"`
+	// Runner is the ID of the runner that ran the run (remote:<name> for a remote runner); ""
+	// before a runner claimed it.
+	Runner          string         `json:"runner"`
+	Summary         domain.Summary `json:"summary"`
+	ReportFolders   []string       `json:"reportFolders"`
+	ReportBytes     int64          `json:"reportBytes"`
+	Notes           []string       `json:"notes"`
+	HTMLReportURL   *string        `json:"htmlReportUrl"`
+	AllureReportURL *string        `json:"allureReportUrl"`
+	Artifacts       []string       `json:"artifacts"`
 }
 
 // Execution is the full view of an execution, as GET /api/executions/{taskId} and the
@@ -323,7 +326,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		Status: e.Status, QueueReason: nullable(e.QueueReason), Error: nullable(e.Error), ExitCode: e.ExitCode,
 		QueuedAt: ts(e.QueuedAt), StartedAt: tsPtr(e.StartedAt), FinishedAt: tsPtr(e.FinishedAt),
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
-		CancelRequested: e.CancelRequested, Summary: e.Summary,
+		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
 		Artifacts: []string{},
 	}

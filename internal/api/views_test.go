@@ -44,7 +44,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"status": e.Status, "queueReason": legacyNullable(e.QueueReason), "error": legacyNullable(e.Error), "exitCode": e.ExitCode,
 		"queuedAt": ts(e.QueuedAt), "startedAt": legacyTsPtr(e.StartedAt), "finishedAt": legacyTsPtr(e.FinishedAt),
 		"durationMs": e.DurationMs(now), "triggeredBy": e.TriggeredBy, "viaApiKey": e.ViaAPIKey, "labels": map[string]string{},
-		"cancelRequested": e.CancelRequested, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
+		"cancelRequested": e.CancelRequested, "runner": e.RunnerID, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{},
 	}
@@ -130,7 +130,7 @@ func TestViewsMatchTheirJSON(t *testing.T) {
 			Command: "npx playwright test", Environment: "staging", BaseURL: "https://s.example.com", Folder: "e2e/<a&b>",
 			TimeoutSeconds: 600, EnvNames: []string{"TOKEN"}, TriggeredBy: "u1", ViaAPIKey: true, Status: domain.ExecFailed,
 			QueueReason: "", Error: "1 test failed", ExitCode: &exit, QueuedAt: now, StartedAt: &now, FinishedAt: &later,
-			CancelRequested: true, Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
+			RunnerID: "remote:ci-1", CancelRequested: true, Summary: domain.Summary{Total: 2, Passed: 1, Failed: 1},
 			Tests:      []domain.TestResult{{Name: "a", Status: domain.TestPassed}, {Name: "b", Status: domain.TestFailed, Error: "boom"}},
 			ReportDirs: []string{"junit", "playwright-report", "reports", "allure-report"}, ReportBytes: 1 << 20,
 			Notes: []string{"note"}},

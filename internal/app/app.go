@@ -292,7 +292,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Mailer:      &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
 		Runs:        execs,
 		Alerts:      alerts,
-		EndSessions: hub.EndUserSessions,
+		EndSessions: hub.EndUserSessions, EndKeySessions: hub.EndKeySessions,
 		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,

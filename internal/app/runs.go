@@ -93,7 +93,7 @@ func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.S
 			if err != nil {
 				return realtime.Identity{}, err
 			}
-			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role)}, nil
+			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), APIKeyID: p.APIKeyID}, nil
 		}
 		if web.IsSocketTicket(token) {
 			userID, orgID, end, ok := tickets.Verify(token)

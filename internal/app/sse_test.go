@@ -371,7 +371,8 @@ func TestSSEAcrossReplicas(t *testing.T) {
 func TestSocketAPIKey(t *testing.T) {
 	h := runHarness(t, "sqlite")
 	admin := h.signup("sockkey@example.com", "Sock Co")
-	key := h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"}).str("apiKey")
+	created := h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"})
+	key := created.str("apiKey")
 	events := dialSocketAuth(t, h.srv.URL, map[string]any{"apiKey": key})
 	e := nextEvent(t, events, 10*time.Second)
 	if e.name != "auth-success" || e.data["userId"] != admin.id || e.data["organizationId"] != admin.orgID || e.data["role"] != "admin" {
@@ -387,6 +388,31 @@ func TestSocketAPIKey(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatal("no final execution-updated over the API key's socket")
+		}
+	}
+	// Revoking the key ends its socket at once (and not the user's other sessions).
+	own := dialSocketAuth(t, h.srv.URL, map[string]any{"token": admin.token})
+	if e := nextEvent(t, own, 10*time.Second); e.name != "auth-success" {
+		t.Fatalf("the admin's own socket: %+v", e)
+	}
+	expect(t, h.do("DELETE", "/api/auth/api-keys/"+created.str("data", "id"), bearer(admin.token), nil), 200, "")
+	for {
+		e := nextEvent(t, events, 10*time.Second)
+		if e.name == "auth-error" {
+			if !strings.Contains(fmt.Sprint(e.data["error"]), "Session ended") {
+				t.Fatalf("the revoked key's socket: %+v", e)
+			}
+			break
+		}
+	}
+	h.queue(bearer(admin.token), map[string]any{"image": passImage, "taskId": "after-revoke"})
+	for {
+		e := nextEvent(t, own, 30*time.Second)
+		if e.name == "auth-error" {
+			t.Fatalf("revoking a key ended the user's token socket: %+v", e)
+		}
+		if e.name == "execution-updated" && e.data["taskId"] == "after-revoke" {
+			break
 		}
 	}
 	bad := dialSocketAuth(t, h.srv.URL, map[string]any{"apiKey": "pk_live_" + strings.Repeat("0", 64)})

@@ -51,7 +51,11 @@ func (s *Service) RevokeAPIKey(ctx context.Context, p *Principal, id string) err
 	}
 	for _, k := range keys {
 		if k.ID == id {
-			return notFound(s.store.APIKeys().Delete(ctx, p.OrgID, id), errKeyNotFound)
+			if err := s.store.APIKeys().Delete(ctx, p.OrgID, id); err != nil {
+				return notFound(err, errKeyNotFound)
+			}
+			s.endKeySessions(id) // its sockets stop hearing the organization's events now
+			return nil
 		}
 	}
 	return errKeyNotFound

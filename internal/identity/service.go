@@ -57,11 +57,12 @@ type Service struct {
 	runs    RunCounter // the executions service
 	alerts  Alerts
 	// endSessions closes a user's live connections (Socket.IO) after their access changed.
-	endSessions func(userID string)
-	defaultPlan domain.Plan // of organizations created at signup
-	clock       domain.Clock
-	newID       domain.IDGen
-	log         *slog.Logger
+	endSessions    func(userID string)
+	endKeySessions func(keyID string)
+	defaultPlan    domain.Plan // of organizations created at signup
+	clock          domain.Clock
+	newID          domain.IDGen
+	log            *slog.Logger
 
 	// keyTouches is when this process last took on writing each API key's lastUsedAt (unix
 	// ms, by key ID), so that concurrent requests with one key write it once per interval.
@@ -80,6 +81,8 @@ type Deps struct {
 	// EndSessions closes a user's live connections once they are suspended, deleted or moved
 	// to another organization; nil: there are none to close.
 	EndSessions func(userID string)
+	// EndKeySessions closes the live connections opened with an API key once it is revoked.
+	EndKeySessions func(keyID string)
 	// DefaultPlan is the plan of organizations created at signup; empty: free.
 	DefaultPlan domain.Plan
 	Clock       domain.Clock
@@ -98,6 +101,9 @@ func New(d Deps) *Service {
 	if d.EndSessions == nil {
 		d.EndSessions = func(string) {}
 	}
+	if d.EndKeySessions == nil {
+		d.EndKeySessions = func(string) {}
+	}
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
@@ -111,7 +117,7 @@ func New(d Deps) *Service {
 		d.DefaultPlan = domain.PlanFree
 	}
 	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
-		alerts: d.Alerts, endSessions: d.EndSessions, clock: d.Clock, newID: d.NewID, log: d.Log}
+		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
 type noRuns struct{}

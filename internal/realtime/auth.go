@@ -53,8 +53,13 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	s.SetData(id)
 	h.live.Store(connID, sid)
 	// Join before auth-success: a client that has seen auth-success gets every later event.
-	// The user's own room lets EndUserSessions reach this socket on any replica.
-	s.Join(orgRoom(id.OrganizationID), userRoom(id.UserID))
+	// The user's own room (and the API key's) lets EndUserSessions (EndKeySessions) reach this
+	// socket on any replica.
+	rooms := []socket.Room{orgRoom(id.OrganizationID), userRoom(id.UserID)}
+	if id.APIKeyID != "" {
+		rooms = append(rooms, keyRoom(id.APIKeyID))
+	}
+	s.Join(rooms...)
 	if !s.Connected() { // left while the token was being checked
 		h.live.CompareAndDelete(connID, sid)
 		return
@@ -95,26 +100,41 @@ func (h *Hub) reject(s *socket.Socket, msg string) {
 }
 
 func userRoom(userID string) socket.Room { return socket.Room("user:" + userID) }
+func keyRoom(keyID string) socket.Room   { return socket.Room("key:" + keyID) }
 
 // EndUserSessions sends auth-error to every socket of a user, on every replica, and
 // disconnects them: for a member who was suspended, deleted or moved to another organization,
 // whose sockets would otherwise keep receiving their former organization's events.
 func (h *Hub) EndUserSessions(userID string) {
-	if h.closed.Load() || userID == "" {
-		return
+	if userID != "" {
+		h.endSessions(userRoom(userID))
 	}
-	h.endLocalSessions(userID)
-	// Each replica ends its own sockets: an emit and a disconnect broadcast through the adapter
-	// travel separately, so a remote socket could be cut before it heard why.
-	_ = h.io.Sockets().ServerSideEmit(eventEndUser, userID)
 }
 
-// eventEndUser is the replicas' own message: end this user's sockets.
-const eventEndUser = "verdict:end-user-sessions"
+// EndKeySessions does the same for the sockets opened with an API key, once it is revoked.
+func (h *Hub) EndKeySessions(keyID string) {
+	if keyID != "" {
+		h.endSessions(keyRoom(keyID))
+	}
+}
 
-// endLocalSessions sends auth-error to this replica's sockets of the user, then disconnects them.
-func (h *Hub) endLocalSessions(userID string) {
-	room := h.io.Local().In(userRoom(userID))
-	_ = room.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
-	room.DisconnectSockets(false)
+func (h *Hub) endSessions(room socket.Room) {
+	if h.closed.Load() {
+		return
+	}
+	h.endLocalSessions(room)
+	// Each replica ends its own sockets: an emit and a disconnect broadcast through the adapter
+	// travel separately, so a remote socket could be cut before it heard why.
+	_ = h.io.Sockets().ServerSideEmit(eventEndSessions, string(room))
+}
+
+// eventEndSessions is the replicas' own message: end the sockets of this room (a user's or
+// an API key's).
+const eventEndSessions = "verdict:end-sessions"
+
+// endLocalSessions sends auth-error to this replica's sockets in room, then disconnects them.
+func (h *Hub) endLocalSessions(room socket.Room) {
+	r := h.io.Local().In(room)
+	_ = r.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
+	r.DisconnectSockets(false)
 }

@@ -58,6 +58,9 @@ type Identity struct {
 	OrganizationID string
 	Role           string
 	ExpiresIn      time.Duration // time left on the token: the socket is disconnected then (0: never)
+	// APIKeyID is the API key the socket authenticated with ("" for a token): revoking the key
+	// ends the socket (EndKeySessions).
+	APIKeyID string
 }
 
 // Authenticator verifies the handshake token (and re-reads the user, as every REST request does). Any error
@@ -195,11 +198,11 @@ func New(opts Options) (*Hub, error) {
 			_ = c.Once("close", func(...any) { h.sessions.closed(id, c) })
 		}
 	})
-	// Another replica ends a user's sessions: this one ends its own sockets of that user.
-	_ = h.io.Sockets().On(eventEndUser, func(args ...any) {
+	// Another replica ends a user's or a key's sessions: this one ends its own sockets of them.
+	_ = h.io.Sockets().On(eventEndSessions, func(args ...any) {
 		if len(args) > 0 {
-			if id, ok := args[0].(string); ok {
-				h.endLocalSessions(id)
+			if room, ok := args[0].(string); ok && (strings.HasPrefix(room, "user:") || strings.HasPrefix(room, "key:")) {
+				h.endLocalSessions(socket.Room(room))
 			}
 		}
 	})

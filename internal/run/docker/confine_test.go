@@ -172,3 +172,35 @@ func TestStartCancelledLeavesNothing(t *testing.T) {
 	}
 	t.Logf("%d of 20 started before their cancel", started)
 }
+
+// The first runs of a runner start side by side while the engine's disk quota is still unknown:
+// every one of them starts, whether the engine bounds the writable layer or not.
+func TestFirstStartsSideBySide(t *testing.T) {
+	b, err := docker.New(testenv.DockerHost(t), docker.Options{DiskLimitBytes: 10 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	needImage(t, b, imagePass)
+	ctx := ctxFor(t, 2*time.Minute)
+	const n = 10
+	errs := make(chan error, n)
+	ready := make(chan struct{})
+	for range n {
+		go func() {
+			<-ready // all at once, as a runner's slots do when it starts with a queue waiting
+			id, err := b.Start(ctx, run.Spec{Image: imagePass, Args: []string{"api"}})
+			if err == nil {
+				_, err = b.Wait(ctx, id)
+				_ = b.Remove(context.Background(), id)
+			}
+			errs <- err
+		}()
+	}
+	close(ready)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

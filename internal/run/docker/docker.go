@@ -305,9 +305,11 @@ func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.Containe
 func (b *Backend) create(ctx context.Context, opts client.ContainerCreateOptions) (string, error) {
 	opts.HostConfig.StorageOpt = b.storageQuota()
 	created, err := b.cli.ContainerCreate(ctx, opts)
-	if err != nil && opts.HostConfig.StorageOpt != nil && b.quota.Load() == quotaUnknown && !cerrdefs.IsConflict(err) {
+	if err != nil && opts.HostConfig.StorageOpt != nil && b.quota.Load() != quotaSupported && !cerrdefs.IsConflict(err) {
 		// Most storage drivers cannot bound a container's layer (overlay2 only on xfs with
-		// pquota): without the quota, Wait alone bounds it.
+		// pquota): without the quota, Wait alone bounds it. Not only while it is unknown:
+		// creates that asked for the quota side by side fail alike, and the first one to hear
+		// the engine's refusal has already marked the quota unsupported for the others.
 		if opts.Name != "" {
 			b.removeDetached(ctx, opts.Name)
 		}

@@ -6,7 +6,7 @@ package app_test
 //
 // The server (the real App with its runner, over SQLite and the Docker engine) runs in the
 // benchmark's process; the 1,000 clients run in a child process (this test binary again, as
-// TestSSEFollowersClient), so the server's heap and RSS are its own. An in-process follower of
+// sseFollowersClient), so the server's heap and RSS are its own. An in-process follower of
 // the broadcaster stamps when each log event is published; each client stamps when it reads the
 // event ending at the same offset, and the difference is the event's latency from publication
 // to a client (the same host's clock). Knobs: VERDICT_BENCH_FOLLOWERS (default 1000),
@@ -47,7 +47,7 @@ func BenchmarkSSEFollowers(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestSSEFollowersClient$", "-test.v")
+		cmd := exec.Command(os.Args[0]) // TestMain runs only the followers in it
 		cmd.Env = append(os.Environ(), "VERDICT_SSE_CLIENT_URL="+h.srv.URL+"/api/executions/"+task+"/events",
 			"VERDICT_SSE_CLIENT_TOKEN="+admin.token, "VERDICT_SSE_CLIENT_N="+strconv.Itoa(followers),
 			"VERDICT_SSE_CLIENT_OUT="+out.Name())
@@ -175,14 +175,19 @@ func memNow() memStat {
 	return s
 }
 
-// TestSSEFollowersClient is BenchmarkSSEFollowers' client process; it does nothing unless the
-// benchmark starts it. Each of N clients follows the URL to the end, and every log event's end
-// offset and receipt time (Unix nanoseconds) is written to the output file.
-func TestSSEFollowersClient(t *testing.T) {
-	url := os.Getenv("VERDICT_SSE_CLIENT_URL")
-	if url == "" {
-		t.Skip("started by BenchmarkSSEFollowers only")
+// TestMain runs the tests, or, in the process BenchmarkSSEFollowers starts (the test binary
+// again, with VERDICT_SSE_CLIENT_URL set), only its followers.
+func TestMain(m *testing.M) {
+	if url := os.Getenv("VERDICT_SSE_CLIENT_URL"); url != "" {
+		os.Exit(sseFollowersClient(url))
 	}
+	os.Exit(m.Run())
+}
+
+// sseFollowersClient is BenchmarkSSEFollowers' client process: each of N clients follows url to
+// the end, and every log event's end offset and receipt time (Unix nanoseconds) is written to
+// the output file. It returns the process's exit code.
+func sseFollowersClient(url string) int {
 	n, _ := strconv.Atoi(os.Getenv("VERDICT_SSE_CLIENT_N"))
 	token := os.Getenv("VERDICT_SSE_CLIENT_TOKEN")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1, DisableCompression: true}}
@@ -241,7 +246,8 @@ func TestSSEFollowersClient(t *testing.T) {
 	wg.Wait()
 	f, err := os.Create(os.Getenv("VERDICT_SSE_CLIENT_OUT"))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	w := bufio.NewWriter(f)
 	total := 0
@@ -252,11 +258,13 @@ func TestSSEFollowersClient(t *testing.T) {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	f.Close()
 	fmt.Printf("%d clients, %d without the final update, %d log events read\n", n, failed, total)
 	if failed > 0 {
-		t.Fail()
+		return 1
 	}
+	return 0
 }

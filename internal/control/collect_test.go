@@ -9,35 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"verdict/internal/testenv"
+
 	"verdict/internal/report"
 )
-
-type tarEntry struct {
-	name string
-	body string // a directory when name ends with /
-}
-
-func tarOf(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(e.body))}
-		if strings.HasSuffix(e.name, "/") {
-			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func storePut(t *testing.T) (*report.FSStore, putFunc) {
 	t.Helper()
@@ -69,13 +44,13 @@ func readReport(t *testing.T, s *report.FSStore, rel string) (string, bool) {
 // nothing else is.
 func TestSplitReportsStoresEachFolder(t *testing.T) {
 	s, put := storePut(t)
-	src := tarOf(t,
-		tarEntry{"junit/", ""},
-		tarEntry{"junit/a.xml", "<a/>"},
-		tarEntry{"node_modules/m.js", "module"},
-		tarEntry{"reports/deep/r.txt", "r"},
-		tarEntry{"junit/b.xml", "<b/>"},
-		tarEntry{"tests/t.spec.ts", "spec"},
+	src := testenv.Tar(t,
+		testenv.TarEntry{Name: "junit/"},
+		testenv.TarEntry{Name: "junit/a.xml", Body: "<a/>"},
+		testenv.TarEntry{Name: "node_modules/m.js", Body: "module"},
+		testenv.TarEntry{Name: "reports/deep/r.txt", Body: "r"},
+		testenv.TarEntry{Name: "junit/b.xml", Body: "<b/>"},
+		testenv.TarEntry{Name: "tests/t.spec.ts", Body: "spec"},
 	)
 	found, err := splitReports(bytes.NewReader(src), []string{"junit", "reports", "allure-results"}, -1, put)
 	if err != nil {
@@ -99,9 +74,9 @@ func TestSplitReportsStoresEachFolder(t *testing.T) {
 // The storage room bounds the folders together: past it nothing is kept.
 func TestSplitReportsRoomIsForAllFolders(t *testing.T) {
 	s, put := storePut(t)
-	src := tarOf(t,
-		tarEntry{"junit/a.xml", strings.Repeat("a", 600)},
-		tarEntry{"reports/b.txt", strings.Repeat("b", 600)},
+	src := testenv.Tar(t,
+		testenv.TarEntry{Name: "junit/a.xml", Body: strings.Repeat("a", 600)},
+		testenv.TarEntry{Name: "reports/b.txt", Body: strings.Repeat("b", 600)},
 	)
 	_, err := splitReports(bytes.NewReader(src), []string{"junit", "reports"}, 1000, put)
 	if !errors.Is(err, report.ErrTooLarge) {
@@ -126,12 +101,12 @@ func TestSplitReportsPutRefusingEarly(t *testing.T) {
 		}
 		return put(r, into)
 	}
-	entries := []tarEntry{{"many/", ""}}
+	entries := []testenv.TarEntry{{Name: "many/"}}
 	for range 50 {
-		entries = append(entries, tarEntry{"many/f", strings.Repeat("m", 4096)})
+		entries = append(entries, testenv.TarEntry{Name: "many/f", Body: strings.Repeat("m", 4096)})
 	}
-	entries = append(entries, tarEntry{"zz/z.txt", "z"})
-	found, err := splitReports(bytes.NewReader(tarOf(t, entries...)), []string{"many", "zz"}, -1, refusing)
+	entries = append(entries, testenv.TarEntry{Name: "zz/z.txt", Body: "z"})
+	found, err := splitReports(bytes.NewReader(testenv.Tar(t, entries...)), []string{"many", "zz"}, -1, refusing)
 	if err != nil || !errors.Is(found["many"].err, report.ErrTooManyFiles) || found["zz"].err != nil {
 		t.Fatalf("split: %v, %+v", err, found)
 	}
@@ -143,7 +118,7 @@ func TestSplitReportsPutRefusingEarly(t *testing.T) {
 // A truncated archive keeps nothing and says so.
 func TestSplitReportsTruncatedArchive(t *testing.T) {
 	s, put := storePut(t)
-	src := tarOf(t, tarEntry{"junit/a.xml", strings.Repeat("a", 5000)}, tarEntry{"junit/b.xml", "b"})
+	src := testenv.Tar(t, testenv.TarEntry{Name: "junit/a.xml", Body: strings.Repeat("a", 5000)}, testenv.TarEntry{Name: "junit/b.xml", Body: "b"})
 	if _, err := splitReports(bytes.NewReader(src[:3000]), []string{"junit"}, -1, put); err == nil {
 		t.Fatal("a truncated archive gave no error")
 	}

@@ -13,6 +13,7 @@ import (
 	"verdict/internal/report"
 	"verdict/internal/run"
 	"verdict/internal/store/sqlstore"
+	"verdict/internal/testenv"
 )
 
 // The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
@@ -78,10 +79,10 @@ func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
 	if err := peer.Log(ctx, w.ID, 1, 0, "hello\n"); err != nil {
 		t.Fatal(err)
 	}
-	archive := tarOf(t,
-		tarEntry{"junit/", ""},
-		tarEntry{"junit/r.xml", `<testsuite name="s"><testcase classname="c" name="uses s3cret"/></testsuite>`},
-		tarEntry{"node_modules/x.js", "x"},
+	archive := testenv.Tar(t,
+		testenv.TarEntry{Name: "junit/"},
+		testenv.TarEntry{Name: "junit/r.xml", Body: `<testsuite name="s"><testcase classname="c" name="uses s3cret"/></testsuite>`},
+		testenv.TarEntry{Name: "node_modules/x.js", Body: "x"},
 	)
 	rep, err := peer.Upload(ctx, w.ID, bytes.NewReader(archive))
 	if err != nil || len(rep.Dirs) != 1 || rep.Dirs[0] != "junit" || rep.Bytes == 0 || len(rep.Tests) != 1 ||

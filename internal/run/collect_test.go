@@ -7,34 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"verdict/internal/testenv"
 )
-
-type tarEntry struct {
-	name string
-	body string // a directory when name ends with /
-}
-
-func tarOf(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(e.body))}
-		if strings.HasSuffix(e.name, "/") {
-			h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // names lists an archive's entries.
 func names(t *testing.T, archive []byte) []string {
@@ -80,18 +55,18 @@ func TestReportFoldersAndPlaceEntry(t *testing.T) {
 func TestFilterAppAndCopyFolder(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	app := tarOf(t,
-		tarEntry{"app/", ""},
-		tarEntry{"app/junit/", ""},
-		tarEntry{"app/junit/a.xml", "<a/>"},
-		tarEntry{"app/node_modules/m.js", "module"},
-		tarEntry{"app/a/b/r.txt", "r"},
+	app := testenv.Tar(t,
+		testenv.TarEntry{Name: "app/"},
+		testenv.TarEntry{Name: "app/junit/"},
+		testenv.TarEntry{Name: "app/junit/a.xml", Body: "<a/>"},
+		testenv.TarEntry{Name: "app/node_modules/m.js", Body: "module"},
+		testenv.TarEntry{Name: "app/a/b/r.txt", Body: "r"},
 	)
 	met, partial, err := filterApp(bytes.NewReader(app), []string{"junit", "a/b", "reports"}, tw)
 	if err != nil || partial || !met["junit"] || !met["a/b"] || met["reports"] {
 		t.Fatalf("filterApp: %v, partial %v, met %v", err, partial, met)
 	}
-	one := tarOf(t, tarEntry{"reports/", ""}, tarEntry{"reports/x/y.txt", "y"}, tarEntry{"reportsy", "no"})
+	one := testenv.Tar(t, testenv.TarEntry{Name: "reports/"}, testenv.TarEntry{Name: "reports/x/y.txt", Body: "y"}, testenv.TarEntry{Name: "reportsy", Body: "no"})
 	if err := copyFolder(bytes.NewReader(one), "deep/reports", tw); err != nil {
 		t.Fatal(err)
 	}

@@ -39,14 +39,12 @@ type hubEvents struct {
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 	view := h.views.Execution(e, h.clock())
 	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
-	if h.follow != nil {
-		data, err := json.Marshal(view)
-		if err != nil {
-			return
-		}
-		h.follow.Publish(follow.Event{Org: e.OrganizationID, Task: e.TaskID, Name: follow.EventUpdated, Data: data,
-			Final: e.Status.Final()})
+	data, err := json.Marshal(view)
+	if err != nil {
+		return
 	}
+	h.follow.Publish(follow.Event{Org: e.OrganizationID, Task: e.TaskID, Name: follow.EventUpdated, Data: data,
+		Final: e.Status.Final()})
 }
 
 func (h hubEvents) ExecutionLog(orgID, taskID, chunk string, offset int64) {

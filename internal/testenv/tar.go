@@ -1,0 +1,52 @@
+package testenv
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TarEntry is one member of an archive Tar builds: a regular file by default, a folder when
+// Name ends with "/", or any other type (a link, a device) by Type and Link.
+type TarEntry struct {
+	Name, Body, Link string
+	Type             byte
+	Mode             int64 // 0: 0644 for a file, 0755 for a folder
+}
+
+// Tar builds a tar archive of entries, in order (the shape Docker's copy of a folder has).
+func Tar(t testing.TB, entries ...TarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Link, Mode: e.Mode, Format: tar.FormatPAX}
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+			if strings.HasSuffix(e.Name, "/") {
+				h.Typeflag = tar.TypeDir
+			}
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+			if h.Typeflag == tar.TypeDir {
+				h.Mode = 0o755
+			}
+		}
+		if h.Typeflag == tar.TypeReg {
+			h.Size = int64(len(e.Body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, e.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

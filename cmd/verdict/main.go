@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"verdict/internal/run/kubernetes"
 
 	"verdict/internal/admin"
 	"verdict/internal/config"
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return adminCommand(ctx, args[1:], stdout, stderr)
 	case "runner":
 		return runnerCommand(ctx, args[1:], stdout, stderr)
+	case "reports-keeper": // inside a run's pod on Kubernetes
+		return kubernetes.KeeperMain(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "verdict", version)
 	case "help", "--help", "-h":

@@ -6,14 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"time"
 
 	"verdict/internal/config"
 	"verdict/internal/domain"
 	"verdict/internal/peerhttp"
 	vrun "verdict/internal/run"
-	"verdict/internal/run/docker"
+	"verdict/internal/run/engines"
 )
 
 const runnerUsage = `Usage:
@@ -65,46 +63,28 @@ func runnerCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) error {
 	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	client, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: cfg.Server, Secret: cfg.Secret, Name: cfg.Name,
-		Slots: cfg.Slots, Backend: "docker", Log: log})
+		Slots: cfg.Slots, Backend: cfg.Backend, Log: log})
 	if err != nil {
 		return err
 	}
 	res := vrun.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
-	backend, err := docker.New(cfg.DockerHost, docker.Options{DefaultResources: res, Network: cfg.RunNetwork,
-		BlockedNets: cfg.BlockedNets, DiskLimitBytes: int64(cfg.RunDiskMB) << 20, Log: log})
+	backend, err := engines.Open(cfg.Engine, engines.Docker{Host: cfg.DockerHost, Network: cfg.RunNetwork,
+		BlockedNets: cfg.BlockedNets, DiskMB: cfg.RunDiskMB}, res, log)
 	if err != nil {
-		return fmt.Errorf("docker: %w", err)
+		return err
 	}
-	defer backend.Close()
+	defer engines.Close(backend)
 	if err := backend.Ping(ctx); err != nil {
-		return fmt.Errorf("the Docker engine does not answer: %w", err)
+		return fmt.Errorf("the %s backend does not answer: %w", cfg.Backend, err)
 	}
-	if err := backend.EnsureNetwork(ctx); err != nil {
+	if err := engines.Prepare(ctx, backend); err != nil {
 		return fmt.Errorf("the run network is not ready: %w", err)
 	}
 	id := peerhttp.RunnerID(cfg.Name)
-	removeLeftovers(ctx, backend, id, log)
+	engines.RemoveLeftovers(ctx, backend, id, log)
 	r := &vrun.Runner{ID: id, Peer: client, Backend: backend, Clock: domain.SystemClock, Log: log, Slots: cfg.Slots, Resources: res}
 	log.Info("verdict runner started", "server", cfg.Server, "name", cfg.Name, "slots", cfg.Slots, "version", version)
 	r.Run(ctx)
 	log.Info("stopped")
 	return nil
-}
-
-// removeLeftovers removes the containers an earlier life of this runner left: it holds no run
-// yet, and the server's reaper ends those runs once their leases lapse.
-func removeLeftovers(ctx context.Context, b *docker.Backend, id string, log *slog.Logger) {
-	lctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cs, err := b.List(lctx, map[string]string{vrun.LabelManaged: "true", vrun.LabelRunner: id})
-	if err != nil {
-		log.Warn("listing this runner's leftover containers failed", "err", err)
-		return
-	}
-	for _, c := range cs {
-		log.Info("removing a container an earlier life of this runner left", "container", c.ID)
-		if err := b.Remove(lctx, c.ID); err != nil {
-			log.Warn("removing a leftover container failed", "container", c.ID, "err", err)
-		}
-	}
 }

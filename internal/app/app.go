@@ -39,7 +39,7 @@ import (
 	"verdict/internal/realtime"
 	"verdict/internal/report"
 	"verdict/internal/run"
-	"verdict/internal/run/docker"
+	"verdict/internal/run/engines"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
 	"verdict/internal/web"
@@ -54,7 +54,7 @@ type App struct {
 	hub   *realtime.Hub
 	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
 	Follow  *follow.Broadcaster
-	backend *docker.Backend
+	backend run.Backend
 	events  control.Events
 	runner  *run.Runner
 	remote  *peerhttp.Server // the runner routes (/api/runner/): answer 404 without VERDICT_RUNNER_SECRET
@@ -228,11 +228,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		MailBacklog: st.Outbox().Backlog, Connections: hub.Connections}, log)
 
 	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
-	backend, err := newDocker(cfg, res, log)
+	backend, err := engines.Open(cfg.Engine, engines.Docker{Host: cfg.DockerHost, Network: cfg.RunNetwork,
+		BlockedNets: cfg.BlockedNets, DiskMB: cfg.RunDiskMB}, res, log)
 	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, err
 	}
-	a.closers = append(a.closers, func() { backend.Close() })
+	a.closers = append(a.closers, func() { engines.Close(backend) })
 	a.backend = backend
 	a.events = events
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
@@ -369,7 +370,7 @@ func modelsConfig(cfg *config.Config) models.Config {
 
 func (a *App) readiness() []api.Checker {
 	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
-		{Name: "docker", Check: a.backend.Ping, Optional: true}}
+		{Name: engines.Name(a.backend), Check: a.backend.Ping, Optional: true}}
 	if a.redis != nil {
 		checks = append(checks, api.Checker{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
 	}
@@ -397,8 +398,8 @@ func (a *App) Run(ctx context.Context) {
 	start(a.reaper.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
-			a.log.Error("the Docker engine does not answer: runs stay queued until it does", "err", err)
-		} else if err := a.backend.EnsureNetwork(ctx); err != nil {
+			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", engines.Name(a.backend), "err", err)
+		} else if err := engines.Prepare(ctx, a.backend); err != nil {
 			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}
 		start(func(ctx context.Context) {

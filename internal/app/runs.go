@@ -5,21 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/netip"
 	"os"
 	"strings"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
-	"verdict/internal/config"
 	"verdict/internal/domain"
 	"verdict/internal/follow"
 	"verdict/internal/identity"
 	"verdict/internal/peerhttp"
 	"verdict/internal/realtime"
-	"verdict/internal/run"
-	"verdict/internal/run/docker"
 	"verdict/internal/web"
 
 	"github.com/redis/go-redis/v9"
@@ -123,17 +118,6 @@ var errBadTicket = errors.New("invalid or expired socket ticket")
 func runnerID(dataDir string) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
-}
-
-// newDocker connects the Docker backend; an engine that does not answer is reported, and
-// the API serves anyway (runs wait in the queue).
-func newDocker(cfg *config.Config, res run.Resources, log *slog.Logger) (*docker.Backend, error) {
-	blocked := cfg.BlockedNets
-	if blocked == nil {
-		blocked = []netip.Prefix{} // VERDICT_RUN_BLOCKED_CIDRS=none; nil would be the backend's default
-	}
-	return docker.New(cfg.DockerHost, docker.Options{DefaultResources: res, Network: cfg.RunNetwork,
-		BlockedNets: blocked, DiskLimitBytes: int64(cfg.RunDiskMB) << 20, Log: log})
 }
 
 // runnerList is the API's list of remote runners: the runner routes' memory of who called them

@@ -76,6 +76,7 @@ type Config struct {
 	RunNetwork string `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
 	// RunBlockedCIDRs are destinations no run may reach (cloud metadata by default).
 	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+	Engine
 	// AllowedImages are the image patterns any run may use; empty allows every image.
 	AllowedImages []string `env:"VERDICT_ALLOWED_IMAGES" envSeparator:","`
 	// PlanTimeouts caps a run's timeoutSeconds per plan: "free=15m,team=2h,enterprise=24h"; a
@@ -283,6 +284,7 @@ func (c *Config) finish() error {
 	if c.StripePriceTeam != "" && c.StripePriceTeam == c.StripePriceEnterprise {
 		bad("STRIPE_PRICE_ENTERPRISE", "must differ from STRIPE_PRICE_TEAM")
 	}
+	c.Engine.check(bad)
 	if c.Runner != "embedded" && c.Runner != "none" {
 		bad("VERDICT_RUNNER", "want embedded or none, got %q", c.Runner)
 	}
@@ -455,8 +457,51 @@ type RunnerConfig struct {
 	RunDiskMB       int      `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
 	RunNetwork      string   `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
 	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+	Engine
 
 	BlockedNets []netip.Prefix `env:"-"` // RunBlockedCIDRs parsed
+}
+
+// Engine says where runs' containers go: the Docker engine (DOCKER_HOST) or, with
+// VERDICT_BACKEND=kubernetes, a Job per run in a Kubernetes namespace.
+type Engine struct {
+	Backend string `env:"VERDICT_BACKEND" envDefault:"docker"`
+	// Kubeconfig is the cluster's kubeconfig file(s), as kubectl reads KUBECONFIG; empty: the
+	// in-cluster configuration of the pod Verdict runs in.
+	Kubeconfig   string `env:"KUBECONFIG"`
+	K8sNamespace string `env:"VERDICT_K8S_NAMESPACE" envDefault:"default"`
+	// K8sHelperImage is the verdict image every run's pod also runs, to keep and hand over the
+	// reports: the same image, at the same version, as the server's.
+	K8sHelperImage  string        `env:"VERDICT_K8S_HELPER_IMAGE" envDefault:"verdict:local"`
+	K8sPullPolicy   string        `env:"VERDICT_K8S_PULL_POLICY" envDefault:"IfNotPresent"`
+	K8sStartTimeout time.Duration `env:"VERDICT_K8S_START_TIMEOUT" envDefault:"2m"`
+}
+
+// dnsLabel is what a Kubernetes namespace name may be.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// check reports what is wrong with the engine settings through bad.
+func (e *Engine) check(bad func(name, format string, args ...any)) {
+	switch e.Backend {
+	case "docker":
+	case "kubernetes":
+		if !dnsLabel.MatchString(e.K8sNamespace) {
+			bad("VERDICT_K8S_NAMESPACE", "want a namespace name (lower-case letters, digits and '-'), got %q", e.K8sNamespace)
+		}
+		if strings.TrimSpace(e.K8sHelperImage) == "" {
+			bad("VERDICT_K8S_HELPER_IMAGE", "want the verdict image, which every run's pod also runs")
+		}
+		switch e.K8sPullPolicy {
+		case "Always", "IfNotPresent", "Never":
+		default:
+			bad("VERDICT_K8S_PULL_POLICY", "want Always, IfNotPresent or Never, got %q", e.K8sPullPolicy)
+		}
+		if e.K8sStartTimeout < time.Second {
+			bad("VERDICT_K8S_START_TIMEOUT", "want at least 1s, got %s", e.K8sStartTimeout)
+		}
+	default:
+		bad("VERDICT_BACKEND", "want docker or kubernetes, got %q", e.Backend)
+	}
 }
 
 // runnerName is what VERDICT_RUNNER_NAME may be: it names the runner in the server's list and
@@ -509,6 +554,7 @@ func LoadRunner(environ map[string]string) (*RunnerConfig, error) {
 	if c.RunNetwork == "" || len(c.RunNetwork) > 15 || strings.ContainsAny(c.RunNetwork, " /:") {
 		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", c.RunNetwork)
 	}
+	c.Engine.check(bad)
 	c.BlockedNets = []netip.Prefix{}
 	for _, p := range c.RunBlockedCIDRs {
 		if p = strings.TrimSpace(p); p == "" || p == "none" {

@@ -14,6 +14,10 @@ import (
 // ErrImageNotFound: the image is not on the engine and could not be pulled.
 var ErrImageNotFound = errors.New("image not found")
 
+// ErrNotStarted: Wait found that the container will not start (its image cannot be pulled, it
+// cannot be scheduled); the error wrapping it says why, in the engine's words.
+var ErrNotStarted = errors.New("the container could not start")
+
 // ErrDiskLimit: Wait stopped the container because its writable layer passed the backend's
 // disk bound.
 var ErrDiskLimit = errors.New("disk limit exceeded")
@@ -52,6 +56,12 @@ type Spec struct {
 	Resources  Resources
 	// HostGateway makes host.docker.internal (and a loopback baseUrl) reach the host.
 	HostGateway bool
+	// Timeout is the run's time limit; the runner enforces it, a backend may bound the
+	// container by it too (Kubernetes: the Job's deadline).
+	Timeout time.Duration
+	// ReportDirs are the run's report folders under /app (junit, playwright-report): a backend
+	// that cannot copy out of an exited container keeps them on volumes of their own.
+	ReportDirs []string
 }
 
 // Container is a container found by label.

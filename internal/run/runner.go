@@ -246,7 +246,11 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 		log.Warn("preparing the image failed", "image", w.Image, "err", err)
 		return fail("the Docker engine could not prepare image %q", w.Image)
 	}
-	spec, err := r.spec(w)
+	timeout := time.Duration(w.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = domain.DefaultTimeout
+	}
+	spec, err := r.spec(w, timeout)
 	if err != nil {
 		// Commands are checked when runs are queued; one queued before that check may not parse.
 		return fail("the command could not be read: %v", err)
@@ -275,10 +279,6 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 		r.streamLogs(ctx, w, id, Masker(w.Env), log)
 	}()
 
-	timeout := time.Duration(w.TimeoutSeconds) * time.Second
-	if timeout <= 0 {
-		timeout = domain.DefaultTimeout
-	}
 	wctx, wcancel := context.WithTimeout(ctx, timeout)
 	exit, werr := r.Backend.Wait(wctx, id)
 	wcancel()
@@ -293,6 +293,9 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 		case ended != nil:
 		case errors.Is(werr, ErrDiskLimit):
 			f := fail("%s", ErrDiskLimit)
+			ended = &f
+		case errors.Is(werr, ErrNotStarted):
+			f := fail("%v", werr)
 			ended = &f
 		case errors.Is(werr, context.DeadlineExceeded):
 			f := fail("timed out after %s", timeout)
@@ -338,7 +341,7 @@ func endedBy(ctx context.Context) *Result {
 // spec builds the container of a run: the container contract exactly (docs/architecture.md),
 // plus the run's variables. `command`, when given, replaces the image's entrypoint; the folder
 // stays its first argument.
-func (r *Runner) spec(e *Work) (Spec, error) {
+func (r *Runner) spec(e *Work, timeout time.Duration) (Spec, error) {
 	vars := make(map[string]string, len(e.Env.Vars)+4)
 	for k, v := range e.Env.Vars {
 		vars[k] = v
@@ -364,6 +367,8 @@ func (r *Runner) spec(e *Work) (Spec, error) {
 		Labels:      map[string]string{LabelManaged: "true", LabelRunner: r.ID, LabelOrg: e.OrganizationID, LabelTask: e.TaskID},
 		Resources:   r.Resources,
 		HostGateway: true,
+		Timeout:     timeout,
+		ReportDirs:  ReportFolders(reportFolders(e)),
 	}, nil
 }
 
@@ -394,11 +399,7 @@ func (r *Runner) streamLogs(ctx context.Context, w *Work, id string, mask *strin
 // a mount of the container); for an image whose /app holds much besides, the folders are copied
 // one by one.
 func (r *Runner) collectReports(ctx context.Context, w *Work, id string, log *slog.Logger) Reports {
-	listed := w.ReportFolders
-	if len(listed) == 0 {
-		listed = domain.DefaultReportFolders
-	}
-	folders := ReportFolders(listed)
+	folders := ReportFolders(reportFolders(w))
 	whole := !r.bigApp(w.Image)
 	rep, broke, err := r.upload(ctx, w, id, folders, whole, log)
 	if err != nil && broke && whole {
@@ -411,6 +412,14 @@ func (r *Runner) collectReports(ctx context.Context, w *Work, id string, log *sl
 		return Reports{Notes: []string{"reports were not collected: they could not be stored"}}
 	}
 	return rep
+}
+
+// reportFolders are the folders under /app the run lists, or the default ones.
+func reportFolders(w *Work) []string {
+	if len(w.ReportFolders) == 0 {
+		return domain.DefaultReportFolders
+	}
+	return w.ReportFolders
 }
 
 // errUploadReturned ends the archive's pipe once Upload returned, so that writes after an

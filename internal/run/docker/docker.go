@@ -15,7 +15,6 @@ package docker
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -360,10 +359,10 @@ func (b *Backend) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
 // demux copies the engine's multiplexed stdout/stderr stream to dst as whole lines. A writer per
 // stream keeps a partial stdout line from being cut by a stderr line.
 func demux(dst io.Writer, src io.Reader) error {
-	out, errOut := &lineWriter{dst: dst}, &lineWriter{dst: dst}
+	out, errOut := run.NewLineWriter(dst), run.NewLineWriter(dst)
 	_, err := stdcopy.StdCopy(out, errOut, src)
-	for _, w := range []*lineWriter{out, errOut} {
-		if ferr := w.flush(); err == nil {
+	for _, w := range []*run.LineWriter{out, errOut} {
+		if ferr := w.Flush(); err == nil {
 			err = ferr
 		}
 	}
@@ -378,76 +377,6 @@ type logStream struct {
 func (l *logStream) Close() error {
 	err := l.body.Close()
 	_ = l.PipeReader.Close()
-	return err
-}
-
-// lineWriter passes on only whole lines, holding back a partial last line until it is completed
-// or flushed. StdCopy calls the writers from one goroutine, so no locking is needed.
-//
-// A line longer than run.MaxRawLineBytes goes on as soon as that much of it has arrived, cut
-// to exactly that length, and the rest of it is dropped up to its newline (the runner marks the
-// line as cut): held whole, a container printing without a newline grew the server's memory
-// without bound; split into pieces, a secret across a split would escape the masking.
-type lineWriter struct {
-	dst      io.Writer
-	pending  []byte
-	dropping bool // the rest of a cut line is being dropped
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		switch {
-		case w.dropping:
-			if i < 0 {
-				return n, nil
-			}
-			p, w.dropping = p[i+1:], false
-		case len(w.pending) > 0 && i >= 0 && len(w.pending)+i <= run.MaxRawLineBytes:
-			// The held-back line ends here.
-			w.pending = append(w.pending, p[:i+1]...)
-			if _, err := w.dst.Write(w.pending); err != nil {
-				return 0, err
-			}
-			w.pending, p = w.pending[:0], p[i+1:]
-		case len(w.pending) == 0 && i >= 0 && i <= run.MaxRawLineBytes:
-			// Whole lines within the bound go on in one write, straight from p.
-			end := i + 1
-			for {
-				j := bytes.IndexByte(p[end:], '\n')
-				if j < 0 || j > run.MaxRawLineBytes {
-					break
-				}
-				end += j + 1
-			}
-			if _, err := w.dst.Write(p[:end]); err != nil {
-				return 0, err
-			}
-			p = p[end:]
-		default:
-			// A partial line: hold it back, up to the bound.
-			take := min(len(p), run.MaxRawLineBytes-len(w.pending))
-			w.pending, p = append(w.pending, p[:take]...), p[take:]
-			if len(w.pending) < run.MaxRawLineBytes {
-				return n, nil
-			}
-			if _, err := w.dst.Write(append(w.pending, '\n')); err != nil {
-				return 0, err
-			}
-			w.pending, w.dropping = w.pending[:0], true
-		}
-	}
-	return n, nil
-}
-
-// flush writes a last line that had no newline, ending it with one.
-func (w *lineWriter) flush() error {
-	if len(w.pending) == 0 {
-		return nil
-	}
-	_, err := w.dst.Write(append(w.pending, '\n'))
-	w.pending = nil
 	return err
 }
 

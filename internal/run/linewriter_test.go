@@ -1,4 +1,4 @@
-package docker
+package run
 
 import (
 	"bytes"
@@ -7,12 +7,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"verdict/internal/run"
 )
 
-// expectedLines is what lineWriter must pass on for in: every line whole, ending with a newline,
-// a line longer than run.MaxRawLineBytes cut to that length.
+// expectedLines is what LineWriter must pass on for in: every line whole, ending with a newline,
+// a line longer than MaxRawLineBytes cut to that length.
 func expectedLines(in string) string {
 	var b strings.Builder
 	for i, line := range strings.Split(in, "\n") {
@@ -20,16 +18,16 @@ func expectedLines(in string) string {
 		if last && line == "" {
 			break
 		}
-		b.WriteString(line[:min(len(line), run.MaxRawLineBytes)] + "\n")
+		b.WriteString(line[:min(len(line), MaxRawLineBytes)] + "\n")
 	}
 	return b.String()
 }
 
-// A container printing without a newline must not grow the server's memory: lineWriter holds at
-// most run.MaxRawLineBytes of a line, passes that on at once and drops the rest of the line.
+// A container printing without a newline must not grow the server's memory: LineWriter holds at
+// most MaxRawLineBytes of a line, passes that on at once and drops the rest of the line.
 func TestLineWriterBoundsALineWithoutEnd(t *testing.T) {
 	var got bytes.Buffer
-	w := &lineWriter{dst: &got}
+	w := NewLineWriter(&got)
 	chunk := bytes.Repeat([]byte("x"), 16<<10) // the engine's log messages are at most 16 KiB
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -41,11 +39,11 @@ func TestLineWriterBoundsALineWithoutEnd(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-	if grew > 4<<20 || cap(w.pending) > 2*run.MaxRawLineBytes {
+	if grew > 4<<20 || cap(w.pending) > 2*MaxRawLineBytes {
 		t.Fatalf("after 32 MiB without a newline the heap grew by %d bytes, %d held", grew, cap(w.pending))
 	}
 	t.Logf("32 MiB without a newline: heap in use grew by %d KiB, %d KiB held", grew>>10, cap(w.pending)>>10)
-	if want := strings.Repeat("x", run.MaxRawLineBytes) + "\n"; got.String() != want {
+	if want := strings.Repeat("x", MaxRawLineBytes) + "\n"; got.String() != want {
 		t.Fatalf("the cut line came as %d bytes, want %d at once", got.Len(), len(want))
 	}
 	// The line's end is dropped with it; the lines after it come whole.
@@ -54,10 +52,10 @@ func TestLineWriterBoundsALineWithoutEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if rest := strings.TrimPrefix(got.String(), strings.Repeat("x", run.MaxRawLineBytes)+"\n"); rest != "next line\nlast words\n" {
+	if rest := strings.TrimPrefix(got.String(), strings.Repeat("x", MaxRawLineBytes)+"\n"); rest != "next line\nlast words\n" {
 		t.Fatalf("after the cut line: %q", rest)
 	}
 }
@@ -69,17 +67,17 @@ func TestLineWriterKeepsLinesAcrossWrites(t *testing.T) {
 		n := rng.IntN(80)
 		switch rng.IntN(10) {
 		case 0:
-			n = run.MaxRawLineBytes - 1 + rng.IntN(3) // around the cut
+			n = MaxRawLineBytes - 1 + rng.IntN(3) // around the cut
 		case 1:
-			n = rng.IntN(3 * run.MaxRawLineBytes)
+			n = rng.IntN(3 * MaxRawLineBytes)
 		}
 		in.WriteString(strings.Repeat(string(rune('a'+rng.IntN(26))), n))
 		in.WriteString("\n")
 	}
-	in.WriteString(strings.Repeat("z", run.MaxRawLineBytes+5)) // a last line without newline, cut
+	in.WriteString(strings.Repeat("z", MaxRawLineBytes+5)) // a last line without newline, cut
 	src := in.String()
 	var got bytes.Buffer
-	w := &lineWriter{dst: &got}
+	w := NewLineWriter(&got)
 	for rest := src; rest != ""; {
 		n := min(len(rest), 1+rng.IntN(40<<10))
 		if _, err := w.Write([]byte(rest[:n])); err != nil {
@@ -87,7 +85,7 @@ func TestLineWriterKeepsLinesAcrossWrites(t *testing.T) {
 		}
 		rest = rest[n:]
 	}
-	if err := w.flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if want := expectedLines(src); got.String() != want {
@@ -99,7 +97,7 @@ func TestLineWriterKeepsLinesAcrossWrites(t *testing.T) {
 func TestLineWriterWriteError(t *testing.T) {
 	pr, pw := io.Pipe()
 	pr.CloseWithError(io.ErrClosedPipe)
-	w := &lineWriter{dst: pw}
+	w := NewLineWriter(pw)
 	if _, err := w.Write([]byte("a line\n")); err == nil {
 		t.Fatal("no error from a closed destination")
 	}

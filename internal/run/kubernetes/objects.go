@@ -1,0 +1,222 @@
+package kubernetes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"verdict/internal/run"
+)
+
+// Container names in a run's pod.
+const (
+	suiteContainer  = "suite"   // the run's image: the suite itself
+	keeperContainer = "reports" // the helper image: holds the report folders until they are copied
+)
+
+// Labels and annotations of Verdict's own on its objects.
+const (
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "verdict"
+	// Pods of a Job carry the Job's name in this label (Kubernetes 1.27 and later).
+	labelJobName = "batch.kubernetes.io/job-name"
+	// A label value Kubernetes would refuse (a runner ID holds ':' and '/') is stored hashed;
+	// the annotation of the same key keeps it as it was, for List.
+	annotationPrefix = "verdict.dev/label."
+)
+
+// collectMargin is what the Job's deadline leaves past the run's timeout: the runner stops a
+// run at its timeout itself, then copies the reports out of the still running keeper.
+const collectMargin = 10 * 60 // seconds
+
+// ttlAfterFinished removes a finished Job (and its pod and Secret) that no runner removed.
+const ttlAfterFinished = 10 * 60 // seconds
+
+// labelValue is v as a label value: itself when Kubernetes accepts it, else a digest of it.
+func labelValue(v string) string {
+	if len(validation.IsValidLabelValue(v)) == 0 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "h-" + hex.EncodeToString(sum[:20])
+}
+
+// objectLabels are the labels of a run's Job, pod and Secret, with values Kubernetes accepts,
+// and the annotations that keep the values as given.
+func objectLabels(given map[string]string) (labels, annotations map[string]string) {
+	labels = map[string]string{labelManagedBy: managedBy}
+	annotations = map[string]string{}
+	for k, v := range given {
+		labels[k] = labelValue(v)
+		annotations[annotationPrefix+k] = v
+	}
+	return labels, annotations
+}
+
+// givenLabels undoes objectLabels: the labels as Spec gave them.
+func givenLabels(annotations map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range annotations {
+		if name, ok := strings.CutPrefix(k, annotationPrefix); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// volumeName names the emptyDir volume of the i-th report folder.
+func volumeName(i int) string { return fmt.Sprintf("report-%d", i) }
+
+// reportMounts mounts one emptyDir per report folder at /app/<folder>, in the suite and in the
+// keeper alike: the keeper outlives the suite's exit, so the reports can be copied out of it.
+func reportMounts(dirs []string, readOnly bool) []corev1.VolumeMount {
+	var ms []corev1.VolumeMount
+	for i, d := range dirs {
+		ms = append(ms, corev1.VolumeMount{Name: volumeName(i), MountPath: path.Join("/app", d), ReadOnly: readOnly})
+	}
+	return ms
+}
+
+// restricted is the security context of both containers: no privilege, no escalation, no
+// capability, the runtime's default seccomp profile.
+func restricted() *corev1.SecurityContext {
+	f := false
+	return &corev1.SecurityContext{
+		Privileged:               &f,
+		AllowPrivilegeEscalation: &f,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// limits turns a run's resources into the suite container's: the limits as given; the memory
+// request equal to its limit (memory cannot be taken back from a running suite) and the CPU
+// request a quarter of its limit (a suite waiting on a browser seldom uses all it may).
+func limits(r run.Resources) corev1.ResourceRequirements {
+	req := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
+	if r.MemoryBytes > 0 {
+		q := *resource.NewQuantity(r.MemoryBytes, resource.BinarySI)
+		req.Limits[corev1.ResourceMemory], req.Requests[corev1.ResourceMemory] = q, q
+	}
+	if r.NanoCPUs > 0 {
+		req.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.NanoCPUs/1e6, resource.DecimalSI)
+		req.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(r.NanoCPUs/4e6, 1), resource.DecimalSI)
+	}
+	return req
+}
+
+// keeperResources bound the report keeper: it sleeps, then streams a tar.
+var keeperResources = corev1.ResourceRequirements{
+	Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("32Mi")},
+}
+
+// secretFor holds the run's variables: they reach the suite from a Secret, never from the
+// Job's own spec, which anyone allowed to read Jobs could read.
+func secretFor(spec run.Spec, ns string) *corev1.Secret {
+	labels, annotations := objectLabels(spec.Labels)
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: ns, Labels: labels, Annotations: annotations},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: spec.Env,
+	}
+}
+
+// jobFor is the run's Job: one pod, never retried, bounded by the run's timeout, with the suite
+// and the report keeper side by side.
+func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
+	labels, annotations := objectLabels(spec.Labels)
+	var zero int32
+	no := false
+	deadline := int64(spec.Timeout.Seconds()) + collectMargin
+	ttl := int32(ttlAfterFinished)
+	grace := int64(5)
+	var volumes []corev1.Volume
+	for i := range spec.ReportDirs {
+		volumes = append(volumes, corev1.Volume{Name: volumeName(i),
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	suite := corev1.Container{
+		Name:            suiteContainer,
+		Image:           spec.Image,
+		ImagePullPolicy: o.PullPolicy,
+		Command:         spec.Entrypoint, // nil keeps the image's entrypoint
+		Args:            spec.Args,
+		EnvFrom:         []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: spec.Name}}}},
+		Resources:       limits(res),
+		SecurityContext: restricted(),
+		VolumeMounts:    reportMounts(spec.ReportDirs, false),
+	}
+	keeper := corev1.Container{
+		Name:            keeperContainer,
+		Image:           o.HelperImage,
+		ImagePullPolicy: o.PullPolicy,
+		Command:         []string{o.HelperCommand, "reports-keeper", "hold"},
+		Resources:       keeperResources,
+		SecurityContext: restricted(),
+		VolumeMounts:    reportMounts(spec.ReportDirs, true),
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: o.Namespace, Labels: labels, Annotations: annotations},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            &zero,
+			ActiveDeadlineSeconds:   &deadline,
+			TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					AutomountServiceAccountToken:  &no,
+					EnableServiceLinks:            &no,
+					TerminationGracePeriodSeconds: &grace,
+					SecurityContext: &corev1.PodSecurityContext{
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{suite, keeper},
+					Volumes:    volumes,
+				},
+			},
+		},
+	}
+}
+
+// listPod lists the folders under p in image: an init container copies the verdict binary
+// from the helper image into a volume, and the image's container runs it from there.
+func listPod(o Options, image, p string, policy corev1.PullPolicy) *corev1.Pod {
+	no := false
+	var grace int64
+	const bin = "/verdict-bin"
+	mount := []corev1.VolumeMount{{Name: "bin", MountPath: bin}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "verdict-ls-", Namespace: o.Namespace,
+			Labels: map[string]string{labelManagedBy: managedBy, "verdict.dev/purpose": "list-folders"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			TerminationGracePeriodSeconds: &grace,
+			ActiveDeadlineSeconds:         ptr(int64(300)),
+			SecurityContext: &corev1.PodSecurityContext{
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			InitContainers: []corev1.Container{{Name: "install", Image: o.HelperImage, ImagePullPolicy: o.PullPolicy,
+				Command: []string{o.HelperCommand, "reports-keeper", "install", bin + "/verdict"}, Resources: keeperResources,
+				SecurityContext: restricted(), VolumeMounts: mount}},
+			Containers: []corev1.Container{{Name: suiteContainer, Image: image, ImagePullPolicy: policy,
+				Command: []string{bin + "/verdict", "reports-keeper", "ls", p}, Resources: keeperResources,
+				SecurityContext: restricted(), VolumeMounts: mount}},
+			Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

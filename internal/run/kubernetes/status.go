@@ -1,0 +1,74 @@
+package kubernetes
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// phase is what a run's pod status says of the suite container.
+type phase int
+
+const (
+	waiting   phase = iota // not started yet, maybe never: see reason
+	running                // started (its log can be followed)
+	exited                 // the suite container ended: exit holds its code
+	failed                 // it will never start, or the pod ended without it: reason says why
+	unstarted              // it will never start: an image that cannot be pulled
+)
+
+// observation is a run's pod as Wait and Logs read it.
+type observation struct {
+	phase  phase
+	exit   int
+	reason string // why it waits, or why it failed, in Kubernetes' words
+}
+
+// imageFailures are the waiting reasons after which the kubelet will not start the container
+// without someone fixing the image: the run ends at once, as the Docker backend's failed pull
+// does.
+var imageFailures = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+}
+
+// observe reads a pod's status as a kubelet reports it.
+func observe(pod *corev1.Pod) observation {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != suiteContainer {
+			continue
+		}
+		switch {
+		case cs.State.Terminated != nil:
+			return observation{phase: exited, exit: int(cs.State.Terminated.ExitCode), reason: cs.State.Terminated.Reason}
+		case cs.State.Running != nil:
+			return observation{phase: running}
+		case cs.State.Waiting != nil && imageFailures[cs.State.Waiting.Reason]:
+			return observation{phase: unstarted, reason: joinReason(cs.State.Waiting.Reason, cs.State.Waiting.Message)}
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			if pod.Status.Phase == corev1.PodFailed {
+				break
+			}
+			return observation{phase: waiting, reason: joinReason(cs.State.Waiting.Reason, cs.State.Waiting.Message)}
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		// Ended without the suite container's status: deadline, eviction, a node lost.
+		return observation{phase: failed, reason: joinReason(pod.Status.Reason, pod.Status.Message)}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return observation{phase: waiting, reason: joinReason(c.Reason, c.Message)}
+		}
+	}
+	return observation{phase: waiting, reason: "the pod is pending"}
+}
+
+func joinReason(reason, message string) string {
+	switch {
+	case reason == "":
+		return message
+	case message == "":
+		return reason
+	}
+	return fmt.Sprintf("%s: %s", reason, message)
+}

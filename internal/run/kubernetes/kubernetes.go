@@ -223,11 +223,11 @@ func (b *Backend) untilStarted(ctx context.Context, id string) (*corev1.Pod, obs
 			if job, err := b.cs.BatchV1().Jobs(b.o.Namespace).Get(ctx, id, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				return true, errGone
 			} else if err == nil && jobFailed(job) != "" && seen == nil {
-				return true, fmt.Errorf("%w: %s", run.ErrNotStarted, b.why(ctx, "Job", id, jobFailed(job)))
+				return true, fmt.Errorf("%w: %s", run.ErrNotStarted, b.why(ctx, "Job", id, "", jobFailed(job)))
 			}
 			if time.Now().After(deadline) {
 				return true, fmt.Errorf("%w: no pod within %s: %s", run.ErrNotStarted, b.o.StartTimeout,
-					b.why(ctx, "Job", id, "the job made no pod"))
+					b.why(ctx, "Job", id, "", "the job made no pod"))
 			}
 			return false, nil
 		}
@@ -238,13 +238,13 @@ func (b *Backend) untilStarted(ctx context.Context, id string) (*corev1.Pod, obs
 			return true, nil
 		case unstarted:
 			return true, fmt.Errorf("%w: image %q could not be pulled: %s", run.ErrNotStarted, suiteImage(pod),
-				b.why(ctx, "Pod", pod.Name, last.reason))
+				b.why(ctx, "Pod", pod.Name, suiteImage(pod), last.reason))
 		case failed:
-			return true, fmt.Errorf("%w: %s", run.ErrNotStarted, b.why(ctx, "Pod", pod.Name, last.reason))
+			return true, fmt.Errorf("%w: %s", run.ErrNotStarted, b.why(ctx, "Pod", pod.Name, "", last.reason))
 		}
 		if time.Now().After(deadline) {
 			return true, fmt.Errorf("%w: not started within %s: %s", run.ErrNotStarted, b.o.StartTimeout,
-				b.why(ctx, "Pod", pod.Name, last.reason))
+				b.why(ctx, "Pod", pod.Name, "", last.reason))
 		}
 		return false, nil
 	})
@@ -270,10 +270,14 @@ func suiteImage(pod *corev1.Pod) string {
 	return ""
 }
 
+// minorEvents are warnings that never stop a pod: back-offs repeat an earlier failure, and a
+// node without cluster DNS falls back to the host's.
+var minorEvents = map[string]bool{"BackOff": true, "MissingClusterDNS": true, "DNSConfigForming": true}
+
 // why is the newest warning event of the object (a failed pull says which registry answered
-// what; a pod that cannot be scheduled, which nodes lack what), else fallback. Back-off events
-// only repeat an earlier failure, so another warning comes first.
-func (b *Backend) why(ctx context.Context, kind, name, fallback string) string {
+// what; a pod that cannot be scheduled, which nodes lack what), else fallback. Warnings whose
+// message names about come first, minor ones last.
+func (b *Backend) why(ctx context.Context, kind, name, about, fallback string) string {
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name, "type": corev1.EventTypeWarning}
@@ -282,10 +286,18 @@ func (b *Backend) why(ctx context.Context, kind, name, fallback string) string {
 		return fallback
 	}
 	evs := list.Items
+	rank := func(e corev1.Event) int {
+		switch {
+		case about != "" && strings.Contains(e.Message, about):
+			return 0
+		case minorEvents[e.Reason]:
+			return 2
+		}
+		return 1
+	}
 	sort.SliceStable(evs, func(i, j int) bool {
-		bi, bj := evs[i].Reason == "BackOff", evs[j].Reason == "BackOff"
-		if bi != bj {
-			return !bi
+		if ri, rj := rank(evs[i]), rank(evs[j]); ri != rj {
+			return ri < rj
 		}
 		return eventTime(evs[i]).After(eventTime(evs[j]))
 	})
@@ -554,7 +566,7 @@ func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]st
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("listing %s in %s: %s", p, image, b.why(ctx, "Pod", created.Name, "not started in time"))
+			return nil, fmt.Errorf("listing %s in %s: %s", p, image, b.why(ctx, "Pod", created.Name, "", "not started in time"))
 		}
 		return nil, err
 	}

@@ -1,0 +1,91 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"verdict/internal/testenv"
+)
+
+// TestKubernetesBackendEndToEnd: with VERDICT_BACKEND=kubernetes the service runs the sample
+// suites as Jobs on a real single-node cluster, with the same verdicts, tests, reports, logs,
+// cancels and errors as on Docker, and leaves no Job, pod or Secret behind.
+func TestKubernetesBackendEndToEnd(t *testing.T) {
+	k := testenv.KubeCluster(t)
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 3 * time.Second, env: map[string]string{
+		"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig, "VERDICT_K8S_NAMESPACE": k.Namespace,
+		"VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage, "VERDICT_K8S_PULL_POLICY": "Never", "VERDICT_K8S_START_TIMEOUT": "20s",
+		"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5",
+	}})
+	admin := h.signup("kube@example.com", "Kube Co")
+	a := bearer(admin.token)
+
+	// A passing suite: verdict, tests, report and log, as on Docker.
+	pass := h.queue(a, map[string]any{"image": passImage, "taskId": "k8s-pass", "envVars": map[string]string{"SECRET_TOKEN": "hush-77"}})
+	r := h.waitFor(a, pass, 2*time.Minute, final)
+	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 4.0 || len(r.get("execution", "tests").([]any)) != 4 {
+		t.Fatalf("passing run: %s", r.raw)
+	}
+	htmlURL, _ := strings.CutPrefix(r.str("execution", "htmlReportUrl"), publicURL)
+	if rep := h.do("GET", htmlURL, a, nil); rep.status != 200 || !strings.Contains(rep.header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("report %s: %d %.200s", htmlURL, rep.status, rep.raw)
+	}
+	logs := h.do("GET", "/api/executions/"+pass+"/logs", a, nil).str("logs")
+	if !strings.Contains(logs, "4 tests, 0 failed") || !strings.Contains(logs, "TASK_ID=k8s-pass") || strings.Contains(logs, "hush-77") {
+		t.Fatalf("logs:\n%s", logs)
+	}
+
+	// A failing suite fails; its failed tests are listed.
+	fail := h.queue(a, map[string]any{"image": failImage})
+	r = h.waitFor(a, fail, 2*time.Minute, final)
+	if r.str("execution", "status") != "FAILED" || r.get("execution", "summary", "failed").(float64) < 1 {
+		t.Fatalf("failing run: %s", r.raw)
+	}
+
+	// An image the node does not have: ERROR with the kubelet's reason.
+	missing := h.queue(a, map[string]any{"image": "verdict-examples/does-not-exist:latest"})
+	r = h.waitFor(a, missing, time.Minute, final)
+	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "could not be pulled") {
+		t.Fatalf("missing image: %s", r.raw)
+	}
+
+	// Cancel deletes the running pod: CANCELLED.
+	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
+	h.waitFor(a, sleeper, time.Minute, func(r resp) bool {
+		return strings.Contains(h.do("GET", "/api/executions/"+sleeper+"/logs", a, nil).str("logs"), "sleeping until stopped")
+	})
+	expect(t, h.do("POST", "/api/executions/"+sleeper+"/cancel", a, nil), 200, "")
+	if r = h.waitFor(a, sleeper, time.Minute, final); r.str("execution", "status") != "CANCELLED" {
+		t.Fatalf("cancel: %s", r.raw)
+	}
+
+	// The image's test folders, read by a pod.
+	if ts := h.do("GET", "/api/tests-structure?image="+passImage, a, nil); !strings.Contains(ts.raw, `"api"`) || !strings.Contains(ts.raw, `"ui"`) {
+		t.Fatalf("tests-structure: %s", ts.raw)
+	}
+
+	// Every run removed its Job; the Secrets went with them.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		jobs, err := k.Client.BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets, err := k.Client.CoreV1().Secrets(k.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs.Items) == 0 && len(secrets.Items) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("left behind: %d jobs, %d secrets", len(jobs.Items), len(secrets.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

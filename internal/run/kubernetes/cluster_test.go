@@ -1,0 +1,271 @@
+package kubernetes_test
+
+import (
+	"bufio"
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"verdict/internal/domain"
+	"verdict/internal/run"
+	"verdict/internal/run/kubernetes"
+	"verdict/internal/testenv"
+)
+
+// The sample suites (examples/suites), loaded into the test node by scripts/kube-cluster.sh.
+const (
+	imagePass = "verdict-examples/pass:latest"
+	imageFail = "verdict-examples/fail:latest"
+	imageSlow = "verdict-examples/slow:latest"
+)
+
+func newBackend(t *testing.T, k *testenv.Kube, o kubernetes.Options) *kubernetes.Backend {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Namespace = k.Namespace
+	if o.HelperImage == "" {
+		o.HelperImage = testenv.KubeHelperImage
+	}
+	b, err := kubernetes.NewForConfig(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func spec(image string, args ...string) run.Spec {
+	return run.Spec{Name: "verdict-" + domain.RandomHex(6), Image: image, Args: args,
+		Env:        map[string]string{"BASE_URL": "http://target.test:8080", "TASK_ID": "t-k8s", "CI": "true", "FRAMEWORK_AGNOSTIC": "true", "SECRET_TOKEN": "s3cret"},
+		Labels:     map[string]string{run.LabelManaged: "true", run.LabelRunner: "embedded:host:/var/lib/verdict", run.LabelTask: "t-k8s"},
+		Timeout:    5 * time.Minute,
+		ReportDirs: run.ReportFolders(domain.DefaultReportFolders)}
+}
+
+func untar(t *testing.T, rc io.ReadCloser) map[string]string {
+	t.Helper()
+	defer rc.Close()
+	files := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			files[h.Name] = string(b)
+		}
+	}
+}
+
+// A passing sample suite runs as a Job on the real node: its log is followed through the API
+// server, its exit code read from the pod's status, its reports copied out of the keeper
+// after it exited; the API server took the Job and the Secret as Verdict wrote them, and
+// Remove takes both away.
+func TestSuiteRunsAsAJob(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{})
+	ctx := ctxFor(t, 3*time.Minute)
+	if err := b.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := spec(imagePass, "all")
+	id, err := b.Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Remove(context.Background(), id) })
+
+	// As stored by the API server: one try, the deadline, no token, no privilege; the
+	// variables only in the Secret, which the Job owns.
+	job, err := k.Client.BatchV1().Jobs(k.Namespace).Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := job.Spec.Template.Spec
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds < 300 || *ps.AutomountServiceAccountToken ||
+		*ps.Containers[0].SecurityContext.AllowPrivilegeEscalation || ps.Containers[0].SecurityContext.Capabilities.Drop[0] != "ALL" {
+		t.Fatalf("stored job: %+v", job.Spec)
+	}
+	if strings.Contains(job.String(), "s3cret") {
+		t.Fatal("the Job's own spec holds a variable's value")
+	}
+	secret, err := k.Client.CoreV1().Secrets(k.Namespace).Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["SECRET_TOKEN"]) != "s3cret" || len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != job.UID {
+		t.Fatalf("secret: owners %+v", secret.OwnerReferences)
+	}
+	if got, err := b.List(ctx, map[string]string{run.LabelRunner: "embedded:host:/var/lib/verdict"}); err != nil || len(got) != 1 ||
+		got[0].ID != id || got[0].Labels[run.LabelTask] != "t-k8s" {
+		t.Fatalf("List = %+v, %v", got, err)
+	}
+
+	logs, err := b.Logs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(logs) // ends when the suite exits
+	logs.Close()
+	code, err := b.Wait(ctx, id)
+	if err != nil || code != 0 {
+		t.Fatalf("Wait = %d, %v; log:\n%s", code, err, out)
+	}
+	for _, want := range []string{"BASE_URL=http://target.test:8080 TASK_ID=t-k8s CI=true FRAMEWORK_AGNOSTIC=true", "4 tests, 0 failed"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	rc, err := b.CopyOut(ctx, id, "/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, rc)
+	if !strings.Contains(files["app/junit/results.xml"], `tests="4"`) || files["app/playwright-report/index.html"] == "" {
+		var names []string
+		for n := range files {
+			names = append(names, n)
+		}
+		t.Fatalf("copied reports: %v", names)
+	}
+	if _, err := b.CopyOut(ctx, id, "/app/missing"); !errors.Is(err, run.ErrPathNotFound) {
+		t.Fatalf("CopyOut of a missing folder: %v", err)
+	}
+
+	if err := b.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Client.CoreV1().Secrets(k.Namespace).Get(ctx, id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Secret outlived Remove: %v", err)
+	}
+	if got, err := b.List(ctx, map[string]string{run.LabelTask: "t-k8s"}); err != nil || len(got) != 0 {
+		t.Fatalf("after Remove, List = %+v, %v", got, err)
+	}
+}
+
+// A failing suite's exit code comes through as it is.
+func TestFailingSuiteExitCode(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{})
+	ctx := ctxFor(t, 3*time.Minute)
+	id, err := b.Start(ctx, spec(imageFail, "all"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	if code, err := b.Wait(ctx, id); err != nil || code == 0 {
+		t.Fatalf("Wait = %d, %v", code, err)
+	}
+}
+
+// Stop ends a suite that would run on: SIGTERM, then the pod is gone and Wait returns.
+func TestStopEndsTheRun(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{})
+	ctx := ctxFor(t, 3*time.Minute)
+	id, err := b.Start(ctx, spec(imageSlow, "sleep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	logs, err := b.Logs(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	// The suite has started once it printed its variables.
+	sc := bufio.NewScanner(logs)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "sleeping") {
+	}
+	if sc.Err() != nil {
+		t.Fatal(sc.Err())
+	}
+	if err := b.Stop(ctx, id, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := b.Wait(wctx, id); err != nil && errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait after Stop did not return: %v", err)
+	}
+}
+
+// An image the node cannot have ends the run at once with the kubelet's reason; a pod that
+// cannot be scheduled ends it after StartTimeout with the scheduler's.
+func TestUnstartableRuns(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{StartTimeout: 5 * time.Second, PullPolicy: corev1.PullNever})
+	ctx := ctxFor(t, 2*time.Minute)
+
+	id, err := b.Start(ctx, spec("verdict-examples/absent:1", "all"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	_, err = b.Wait(ctx, id)
+	if !errors.Is(err, run.ErrNotStarted) || !strings.Contains(err.Error(), `image "verdict-examples/absent:1" could not be pulled`) ||
+		!strings.Contains(err.Error(), "ErrImageNeverPull") {
+		t.Fatalf("Wait with an absent image: %v", err)
+	}
+
+	huge := spec(imagePass, "all")
+	huge.Resources = run.Resources{MemoryBytes: 1 << 50}
+	id2, err := b.Start(ctx, huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id2)
+	_, err = b.Wait(ctx, id2)
+	if !errors.Is(err, run.ErrNotStarted) || !strings.Contains(err.Error(), "Insufficient memory") {
+		t.Fatalf("Wait with a pod too big for every node: %v", err)
+	}
+}
+
+// ListDir reads an image's folders with the verdict binary copied in: the image needs no ls.
+func TestListDir(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{})
+	ctx := ctxFor(t, 2*time.Minute)
+	t0 := time.Now()
+	dirs, err := b.ListDir(ctx, imagePass, "/app/tests", false)
+	t.Logf("listed in %s", time.Since(t0))
+	if err != nil || strings.Join(dirs, ",") != "api,ui" {
+		t.Fatalf("ListDir = %v, %v", dirs, err)
+	}
+	t0 = time.Now()
+	if _, err := b.ListDir(ctx, imagePass, "/app/none", false); !errors.Is(err, run.ErrPathNotFound) {
+		t.Fatalf("ListDir of a missing folder: %v", err)
+	}
+	t.Logf("missing folder in %s", time.Since(t0))
+	t0 = time.Now()
+	if _, err := b.ListDir(ctx, "verdict-examples/absent:1", "/app/tests", false); !errors.Is(err, run.ErrImageNotFound) {
+		t.Fatalf("ListDir of an absent image: %v", err)
+	}
+}

@@ -316,7 +316,7 @@ ensure_certs() {
 }
 
 # --- 3. kube-apiserver --------------------------------------------------------------------------
-apiserver_up() { curl_admin -o /dev/null "$API/readyz"; }
+apiserver_up() { curl_admin -o /dev/null "$API/readyz" 2>/dev/null; }
 
 ensure_apiserver() {
 	if apiserver_up; then

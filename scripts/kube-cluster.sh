@@ -36,6 +36,9 @@
 #     resolver would be the pod's own loopback).
 #   - FORWARD accept rules for the pod bridge: Docker's FORWARD policy is DROP and br_netfilter
 #     sends bridged pod-to-pod traffic through it.
+#   - containerd restrict_oom_score_adj=true: this VM withholds CAP_SYS_RESOURCE even from root, so
+#     runc cannot lower oom_score_adj (the sandbox asks for -998) and fails with "can't get final
+#     child's PID from pipe: EOF"; restricted, containerd clamps scores at its own (0).
 #   - --use-service-account-credentials=false, --leader-elect=false: one node, one copy of each.
 set -euo pipefail
 
@@ -418,6 +421,7 @@ state = "$d/state"
   [plugins."io.containerd.grpc.v1.cri"]
     sandbox_image = "$PAUSE_IMAGE"
     enable_selinux = false
+    restrict_oom_score_adj = true
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "/usr/lib/cni"
       conf_dir = "$K/cni/net.d"

@@ -162,7 +162,7 @@ stop_all() {
 	done
 	# Unmount what the kubelet left mounted (pod volumes), so the state dir can be removed.
 	if [[ -d $K/kubelet ]]; then
-		awk -v d="$K/kubelet/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+		awk -v d="$K/kubelet" '$2 == d || index($2, d "/") == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
 			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 		done
 	fi
@@ -603,7 +603,7 @@ EOF
 # pod_phase NAME prints the pod's phase in the default namespace.
 pod_phase() {
 	curl_admin "$API/api/v1/namespaces/default/pods/$1" 2>/dev/null | tr -d ' \n' |
-		sed -n 's/.*"status":{"phase":"\([A-Za-z]*\)".*/\1/p'
+		grep -o '"phase":"[A-Za-z]*"' | tail -n 1 | cut -d'"' -f4
 }
 
 pod_succeeded() { [[ $(pod_phase "$1") == Succeeded ]]; }

@@ -606,10 +606,10 @@ pod_phase() {
 		grep -o '"phase":"[A-Za-z]*"' | tail -n 1 | cut -d'"' -f4
 }
 
-pod_succeeded() { [[ $(pod_phase "$1") == Succeeded ]]; }
+pod_done() { [[ $(pod_phase "$1") == @(Succeeded|Failed) ]]; }
 
 # run_pod NAME IMAGE ARGS_JSON SECS: runs a pod as the tests do (no capabilities, no privilege
-# escalation, RuntimeDefault seccomp) and waits for it to succeed.
+# escalation, RuntimeDefault seccomp) and waits for it to finish; fails unless it Succeeded.
 run_pod() {
 	local name=$1 image=$2 args=$3 secs=$4
 	curl_admin -o /dev/null -X DELETE "$API/api/v1/namespaces/default/pods/$name?gracePeriodSeconds=0" 2>/dev/null || true
@@ -622,7 +622,7 @@ run_pod() {
     "nodeName": "",
     "restartPolicy": "Never",
     "automountServiceAccountToken": false,
-    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": true, "runAsUser": 65534},
+    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
     "containers": [{
       "name": "main", "image": "$image", "imagePullPolicy": "IfNotPresent", "args": $args,
       "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
@@ -630,7 +630,14 @@ run_pod() {
   }
 }
 EOF
-	wait_for "$secs" pod_succeeded "$name"
+	wait_for "$secs" pod_done "$name"
+	local phase
+	phase=$(pod_phase "$name")
+	[[ $phase == Succeeded ]] && return
+	log "pod $name: phase ${phase:-unknown}; container status: $(curl_admin "$API/api/v1/namespaces/default/pods/$name" 2>/dev/null |
+		tr -d ' \n' | grep -o '"containerStatuses":.*' | head -c 400)"
+	log "pod $name: log: $(curl_admin "$API/api/v1/namespaces/default/pods/$name/log" 2>/dev/null | tail -n 5)"
+	return 1
 }
 
 ensure_node() {
@@ -647,7 +654,6 @@ ensure_node() {
 	if [[ -n $KUBELET_STARTED || ! -f $K/smoke-ok ]]; then
 		rm -f "$K/smoke-ok"
 		if ! run_pod verdict-smoke "$PAUSE_IMAGE" '["exit"]' 120; then
-			log "smoke pod status: $(curl_admin "$API/api/v1/namespaces/default/pods/verdict-smoke" 2>/dev/null | tr -d '\n' | grep -o '"containerStatuses".*' | head -c 600)"
 			node_fail "node: the smoke test pod verdict-smoke did not succeed (see $K/kubelet.log, $K/containerd.log)"
 			return
 		fi
@@ -663,10 +669,7 @@ check() {
 	docker image inspect "$img" >/dev/null 2>&1 || VERDICT_EXAMPLES_PYTEST=0 "$repo/examples/suites/build.sh" >&2 ||
 		die "check: examples/suites/build.sh failed"
 	docker save "$img" | "${CTR[@]}" images import - >&2 || die "check: import of $img failed"
-	run_pod verdict-check "docker.io/$img" '["all"]' 120 || {
-		curl_admin "$API/api/v1/namespaces/default/pods/verdict-check" >&2 || true
-		die "check: pod verdict-check did not succeed"
-	}
+	run_pod verdict-check "docker.io/$img" '["all"]' 120 || die "check: pod verdict-check did not succeed"
 	log "check: pod verdict-check Succeeded; its log:"
 	curl_admin "$API/api/v1/namespaces/default/pods/verdict-check/log" >&2 || die "check: reading the log failed"
 	curl_admin -o /dev/null -X DELETE "$API/api/v1/namespaces/default/pods/verdict-check" || true

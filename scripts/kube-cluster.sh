@@ -171,7 +171,8 @@ stop_all() {
 stop_one() {
 	local name=$1 pid i
 	pid=$(cat "$K/$name.pid" 2>/dev/null) || return 0
-	if kill -0 "$pid" 2>/dev/null; then
+	# Only a process that still is what we started (pids get reused).
+	if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$name"; then
 		log "$name: stopping (pid $pid)"
 		kill "$pid" 2>/dev/null || true
 		for ((i = 0; i < 40; i++)); do
@@ -380,11 +381,11 @@ ensure_scheduler() {
 }
 
 # --- 5. the node: containerd, CNI, pause image, kubelet -----------------------------------------
-# Each step returns non-zero with NODE_ERR set instead of dying: the node is optional with
-# VERDICT_TEST_KUBE_NODELESS=1.
-NODE_ERR=
+# Each step returns non-zero with the reason in $K/node.err instead of dying: the node is
+# optional with VERDICT_TEST_KUBE_NODELESS=1 (ensure_node runs in a subshell, so a die in it,
+# apt-get say, is survivable too).
 node_fail() {
-	NODE_ERR=$*
+	printf '%s\n' "$*" >"$K/node.err"
 	return 1
 }
 
@@ -673,7 +674,81 @@ check() {
 	log "check: pod verdict-check Succeeded; its log:"
 	curl_admin "$API/api/v1/namespaces/default/pods/verdict-check/log" >&2 || die "check: reading the log failed"
 	curl_admin -o /dev/null -X DELETE "$API/api/v1/namespaces/default/pods/verdict-check" || true
+	if command -v python3 >/dev/null; then
+		check_exec
+	else
+		log "check: no python3, exec through the apiserver not checked"
+	fi
 	log "check: ok"
+}
+
+# check_exec: an exec through the apiserver (websocket, as client-go does) into a running pod.
+pod_running() { [[ $(pod_phase "$1") == Running ]]; }
+check_exec() {
+	curl_admin -o /dev/null -X DELETE "$API/api/v1/namespaces/default/pods/verdict-exec?gracePeriodSeconds=0" 2>/dev/null || true
+	wait_for 30 sh -c "! curl -fsS --cacert '$PKI/ca.crt' --cert '$PKI/admin.crt' --key '$PKI/admin.key' -o /dev/null '$API/api/v1/namespaces/default/pods/verdict-exec'"
+	curl_admin -o /dev/null -H 'Content-Type: application/json' -X POST "$API/api/v1/namespaces/default/pods" -d @- <<EOF || die "check: creating pod verdict-exec failed"
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "verdict-exec"},
+ "spec": {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+  "containers": [{"name": "main", "image": "$PAUSE_IMAGE", "imagePullPolicy": "IfNotPresent",
+   "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}}
+EOF
+	wait_for 60 pod_running verdict-exec || die "check: pod verdict-exec is not Running"
+	cat >"$K/wsexec.py" <<'EOF'
+# wsexec.py API CA CERT KEY NS POD CMD...: runs an exec through the apiserver (websocket, v4.channel.k8s.io)
+# and prints the stdout/stderr/status channels.
+import base64, os, socket, ssl, struct, sys, urllib.parse
+api, ca, cert, key, ns, pod = sys.argv[1:7]
+cmd = sys.argv[7:]
+u = urllib.parse.urlparse(api)
+ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(cert, key)
+s = ctx.wrap_socket(socket.create_connection((u.hostname, u.port)), server_hostname=u.hostname)
+q = "&".join(["command=" + urllib.parse.quote(c) for c in cmd] + ["stdout=true", "stderr=true"])
+k = base64.b64encode(os.urandom(16)).decode()
+s.sendall((f"GET /api/v1/namespaces/{ns}/pods/{pod}/exec?{q} HTTP/1.1\r\nHost: {u.netloc}\r\n"
+           f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {k}\r\n"
+           "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n").encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d: break
+    buf += d
+head, _, buf = buf.partition(b"\r\n\r\n")
+print(head.split(b"\r\n")[0].decode(), file=sys.stderr)
+if b" 101 " not in head.split(b"\r\n")[0]:
+    print(buf.decode(errors="replace"), file=sys.stderr); sys.exit(1)
+def need(n):
+    global buf
+    while len(buf) < n:
+        d = s.recv(65536)
+        if not d: raise EOFError
+        buf += d
+    r, buf = buf[:n], buf[n:]
+    return r
+status = b""
+try:
+    while True:
+        b0, b1 = need(2)
+        op, n = b0 & 0xF, b1 & 0x7F
+        if n == 126: n = struct.unpack(">H", need(2))[0]
+        elif n == 127: n = struct.unpack(">Q", need(8))[0]
+        p = need(n)
+        if op == 8: break
+        if op in (1, 2) and p:
+            ch, data = p[0], p[1:]
+            if ch == 1: sys.stdout.write(data.decode(errors="replace"))
+            elif ch == 2: sys.stderr.write(data.decode(errors="replace"))
+            elif ch == 3: status += data
+except EOFError:
+    pass
+print("exec status:", status.decode(), file=sys.stderr)
+sys.exit(0 if b'"Success"' in status else 1)
+EOF
+	python3 "$K/wsexec.py" "$API" "$PKI/ca.crt" "$PKI/admin.crt" "$PKI/admin.key" default verdict-exec /pause exit ||
+		die "check: exec through the apiserver failed"
+	curl_admin -o /dev/null -X DELETE "$API/api/v1/namespaces/default/pods/verdict-exec" || true
+	log "check: exec through the apiserver works"
 }
 
 case ${1:-up} in
@@ -695,12 +770,16 @@ ensure_controller_manager
 ensure_scheduler
 
 NODE_OK=
-if ensure_node; then
+rm -f "$K/node.err"
+if (ensure_node); then
 	NODE_OK=1
-elif [[ ${VERDICT_TEST_KUBE_NODELESS:-} == 1 ]]; then
-	log "no node (VERDICT_TEST_KUBE_NODELESS=1, control plane only): $NODE_ERR"
 else
-	die "$NODE_ERR (set VERDICT_TEST_KUBE_NODELESS=1 to accept a cluster without a node)"
+	NODE_ERR=$(cat "$K/node.err" 2>/dev/null || echo "node: failed (see the error above)")
+	if [[ ${VERDICT_TEST_KUBE_NODELESS:-} == 1 ]]; then
+		log "no node (VERDICT_TEST_KUBE_NODELESS=1, control plane only): $NODE_ERR"
+	else
+		die "$NODE_ERR (set VERDICT_TEST_KUBE_NODELESS=1 to accept a cluster without a node)"
+	fi
 fi
 
 if [[ ${1:-up} == check ]]; then

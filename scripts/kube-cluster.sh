@@ -368,6 +368,12 @@ ensure_controller_manager() {
 	wait_up kube-controller-manager 60 kcm_up
 }
 
+# Pods cannot be created before the controller-manager made the namespace's default ServiceAccount.
+default_sa() { curl_admin -o /dev/null "$API/api/v1/namespaces/default/serviceaccounts/default" 2>/dev/null; }
+wait_default_sa() {
+	wait_for 60 default_sa || die "kube-controller-manager: no default ServiceAccount in namespace default after 60s (see $K/kube-controller-manager.log)"
+}
+
 ensure_scheduler() {
 	if sched_up; then
 		log "kube-scheduler: 127.0.0.1:$SCHED_PORT answers, reusing it"
@@ -768,6 +774,7 @@ ensure_certs
 ensure_apiserver
 ensure_controller_manager
 ensure_scheduler
+wait_default_sa
 
 NODE_OK=
 rm -f "$K/node.err"

@@ -16,10 +16,11 @@
 #   vars=$(scripts/kube-cluster.sh) && eval "$vars"
 # exports VERDICT_TEST_KUBECONFIG (admin, O=system:masters), VERDICT_TEST_KUBE_CTR (the command
 # prefix that imports images into the node: `docker save IMG | $VERDICT_TEST_KUBE_CTR images import -`)
-# and, once the node is Ready and ran a pod, VERDICT_TEST_KUBE_NODE.
+# and, once the node is Ready and ran a smoke pod (after each kubelet start), VERDICT_TEST_KUBE_NODE.
 # Without a working node it fails, unless VERDICT_TEST_KUBE_NODELESS=1 (control plane only).
 # Idempotent: components that answer are reused. `kube-cluster.sh stop` stops everything it
-# started; `kube-cluster.sh check` runs a pod end to end (image import, Succeeded, log via the apiserver).
+# started; `kube-cluster.sh check` runs verdict-examples/pass end to end (import, Succeeded, log
+# through the apiserver) and, with python3, an exec through the apiserver.
 #
 # The odd settings, and why:
 #   - kubelet failCgroupV1=false: this machine has cgroup v1 only (v1.34 refuses it otherwise);
@@ -27,8 +28,12 @@
 #   - kubelet --node-ip=$NODE_IP (the eth0 address) and apiserver --advertise-address=$NODE_IP:
 #     the kubelet refuses a loopback node IP and Endpoints refuse loopback addresses; the
 #     apiserver still listens on 127.0.0.1 only, the kubelet on $NODE_IP (the apiserver dials it there).
-#   - evictionHard 1% / imageGCHighThresholdPercent 100: the disk of this VM is shared and fairly
-#     full; the defaults would evict pods and garbage-collect the imported (unpullable!) images.
+#   - evictionHard 1% / imageGCHighThresholdPercent 100: the disk of this VM is shared with
+#     everything else; the defaults would evict pods or garbage-collect the imported images,
+#     which can never be pulled back.
+#   - kubelet x509 authentication against our CA + AlwaysAllow authorization: only the apiserver
+#     (system:masters client cert) talks to it; --kubelet-certificate-authority makes the apiserver
+#     verify the kubelet's CA-signed serving cert (named after the node IP it holds).
 #   - the sandbox ("pause") image is a tiny static Go program built here and imported into
 #     containerd as $PAUSE_IMAGE, the name containerd's CRI config uses: no registry to pull it from.
 #   - failSwapOn=false, protectKernelDefaults=false: a dev VM, not a hardened node;
@@ -40,6 +45,10 @@
 #     runc cannot lower oom_score_adj (the sandbox asks for -998) and fails with "can't get final
 #     child's PID from pipe: EOF"; restricted, containerd clamps scores at its own (0).
 #   - --use-service-account-credentials=false, --leader-elect=false: one node, one copy of each.
+#   - Debian's etcd is 3.4: the apiserver lacks RequestWatchProgress on it, so the clients log
+#     "watchlist request ended with an error, falling back to LIST/WATCH" once per informer. Harmless.
+#   - the binaries come from a plain `go build` (no ldflags), so /version says v0.0.0-master;
+#     the compiled-in binary version (1.34) still drives API and feature behaviour.
 set -euo pipefail
 
 STATE=${VERDICT_TEST_STATE:-/tmp/verdict-test}

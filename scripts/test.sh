@@ -84,5 +84,18 @@ fi
 echo "+ scripts/image.sh"
 scripts/image.sh
 
+# A single-node Kubernetes cluster for the Kubernetes backend's tests, and the images its runs
+# use loaded into its node (no registry is in reach): the sample suites and the helper image,
+# verdict:local, just built from this tree.
+echo "+ scripts/kube-cluster.sh"
+kube_vars=$(scripts/kube-cluster.sh) ||
+	{ echo "test.sh: FAIL: the Kubernetes test cluster could not be started (above)" >&2; exit 1; }
+eval "$kube_vars"
+echo "+ docker save verdict:local verdict-examples/{pass,fail,slow} | ctr images import"
+# shellcheck disable=SC2086 # VERDICT_TEST_KUBE_CTR is a command with its arguments
+docker save verdict:local verdict-examples/pass:latest verdict-examples/fail:latest verdict-examples/slow:latest |
+	$VERDICT_TEST_KUBE_CTR images import - >/dev/null ||
+	{ echo "test.sh: FAIL: could not load the images into the test cluster's node" >&2; exit 1; }
+
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...

@@ -24,8 +24,12 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 	admin := h.signup("kube@example.com", "Kube Co")
 	a := bearer(admin.token)
 
-	// A passing suite: verdict, tests, report and log, as on Docker.
-	pass := h.queue(a, map[string]any{"image": passImage, "taskId": "k8s-pass", "envVars": map[string]string{"SECRET_TOKEN": "hush-77"}})
+	// A passing suite of a project with a secret variable: verdict, tests, report and log (the
+	// secret masked), as on Docker.
+	p := h.do("POST", "/api/projects", a, map[string]any{"name": "Web", "image": passImage,
+		"envVars": []any{map[string]any{"key": "SECRET_TOKEN", "value": "hush-77", "secret": true}}})
+	expect(t, p, 201, "")
+	pass := h.queue(a, map[string]any{"projectId": p.str("project", "id"), "taskId": "k8s-pass"})
 	r := h.waitFor(a, pass, 2*time.Minute, final)
 	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 4.0 || len(r.get("execution", "tests").([]any)) != 4 {
 		t.Fatalf("passing run: %s", r.raw)
@@ -35,7 +39,8 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 		t.Fatalf("report %s: %d %.200s", htmlURL, rep.status, rep.raw)
 	}
 	logs := h.do("GET", "/api/executions/"+pass+"/logs", a, nil).str("logs")
-	if !strings.Contains(logs, "4 tests, 0 failed") || !strings.Contains(logs, "TASK_ID=k8s-pass") || strings.Contains(logs, "hush-77") {
+	if !strings.Contains(logs, "4 tests, 0 failed") || !strings.Contains(logs, "TASK_ID=k8s-pass") || strings.Contains(logs, "hush-77") ||
+		!strings.Contains(logs, "SECRET_TOKEN=********") {
 		t.Fatalf("logs:\n%s", logs)
 	}
 

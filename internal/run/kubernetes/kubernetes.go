@@ -97,6 +97,7 @@ func NewForConfig(cfg *rest.Config, o Options) (*Backend, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	quietClientGo(o.Log)
 	if o.HelperImage == "" {
 		return nil, errors.New("a helper image (the verdict image) is needed for the report keeper")
 	}
@@ -237,8 +238,8 @@ func (b *Backend) untilStarted(ctx context.Context, id string) (*corev1.Pod, obs
 		case running, exited:
 			return true, nil
 		case unstarted:
-			return true, fmt.Errorf("%w: image %q could not be pulled: %s", run.ErrNotStarted, suiteImage(pod),
-				b.why(ctx, "Pod", pod.Name, suiteImage(pod), last.reason))
+			return true, fmt.Errorf("%w: image %q could not be pulled: %s", run.ErrNotStarted, last.image,
+				b.why(ctx, "Pod", pod.Name, last.image, last.reason))
 		case failed:
 			return true, fmt.Errorf("%w: %s", run.ErrNotStarted, b.why(ctx, "Pod", pod.Name, "", last.reason))
 		}
@@ -256,15 +257,6 @@ func jobFailed(job *batchv1.Job) string {
 	for _, c := range job.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			return joinReason(c.Reason, c.Message)
-		}
-	}
-	return ""
-}
-
-func suiteImage(pod *corev1.Pod) string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == suiteContainer {
-			return c.Image
 		}
 	}
 	return ""
@@ -558,7 +550,10 @@ func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]st
 			exit = o.exit
 			return true, nil
 		case unstarted:
-			return true, fmt.Errorf("%w: %s", run.ErrImageNotFound, o.reason)
+			if o.image != image {
+				return true, fmt.Errorf("the helper image %q could not be had: %s", o.image, o.reason)
+			}
+			return true, fmt.Errorf("%w: %s: %s", run.ErrImageNotFound, o.image, o.reason)
 		case failed:
 			return true, fmt.Errorf("listing %s in %s failed: %s", p, image, o.reason)
 		}

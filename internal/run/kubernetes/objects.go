@@ -115,7 +115,7 @@ func limits(r run.Resources) corev1.ResourceRequirements {
 
 // keeperResources bound the report keeper: it sleeps, then streams a tar.
 var keeperResources = corev1.ResourceRequirements{
-	Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+	Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"),
 		corev1.ResourceMemory: resource.MustParse("32Mi")},
 }

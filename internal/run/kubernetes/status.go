@@ -22,6 +22,7 @@ type observation struct {
 	phase  phase
 	exit   int
 	reason string // why it waits, or why it failed, in Kubernetes' words
+	image  string // unstarted: the image that cannot be had
 }
 
 // imageFailures are the waiting reasons after which the kubelet will not start the container
@@ -31,8 +32,14 @@ var imageFailures = map[string]bool{
 	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
 }
 
-// observe reads a pod's status as a kubelet reports it.
+// observe reads a pod's status as a kubelet reports it. An image that cannot be had ends it
+// whichever container needs it: the suite, the report keeper or an init container.
 func observe(pod *corev1.Pod) observation {
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && imageFailures[w.Reason] && cs.Name != suiteContainer {
+			return observation{phase: unstarted, image: cs.Image, reason: joinReason(w.Reason, w.Message)}
+		}
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name != suiteContainer {
 			continue
@@ -43,7 +50,7 @@ func observe(pod *corev1.Pod) observation {
 		case cs.State.Running != nil:
 			return observation{phase: running}
 		case cs.State.Waiting != nil && imageFailures[cs.State.Waiting.Reason]:
-			return observation{phase: unstarted, reason: joinReason(cs.State.Waiting.Reason, cs.State.Waiting.Message)}
+			return observation{phase: unstarted, image: cs.Image, reason: joinReason(cs.State.Waiting.Reason, cs.State.Waiting.Message)}
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
 			if pod.Status.Phase == corev1.PodFailed {
 				break

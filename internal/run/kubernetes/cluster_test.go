@@ -1,8 +1,8 @@
 package kubernetes_test
 
 import (
-	"bufio"
 	"archive/tar"
+	"bufio"
 	"context"
 	"errors"
 	"io"

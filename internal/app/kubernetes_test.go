@@ -94,3 +94,60 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestKubernetesRemoteRunner: `verdict runner` with VERDICT_BACKEND=kubernetes serves a server
+// that runs nothing itself; the server lists it as a Kubernetes runner; killed mid-run, its run
+// ends ERROR within a lease and the server, given the same cluster, deletes the run's Job.
+func TestKubernetesRemoteRunner(t *testing.T) {
+	k := testenv.KubeCluster(t)
+	kubeEnv := map[string]string{"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig, "VERDICT_K8S_NAMESPACE": k.Namespace,
+		"VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage, "VERDICT_K8S_PULL_POLICY": "Never",
+		"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"}
+	env := map[string]string{"VERDICT_RUNNER": "none", "VERDICT_RUNNER_SECRET": runnerSecret}
+	var runnerEnv []string
+	for key, v := range kubeEnv {
+		env[key] = v
+		runnerEnv = append(runnerEnv, key+"="+v)
+	}
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, env: env})
+	proc := startRunnerProcess(t, h.srv.URL, "kube-runner", runnerEnv...)
+	admin := h.signup("kube-remote@example.com", "Kube Remote Co")
+	a := bearer(admin.token)
+
+	pass := h.queue(a, map[string]any{"image": passImage})
+	r := h.waitFor(a, pass, 2*time.Minute, final)
+	if r.str("execution", "status") != "PASSED" || r.str("execution", "runner") != "remote:kube-runner" ||
+		r.get("execution", "summary", "passed") != 4.0 {
+		t.Fatalf("run on the Kubernetes runner: %s\nrunner said:\n%s", r.raw, proc.stderr.String())
+	}
+	runners := h.do("GET", "/api/runners", a, nil)
+	if !strings.Contains(runners.raw, `"backend":"kubernetes"`) || !strings.Contains(runners.raw, `"name":"kube-runner"`) {
+		t.Fatalf("runners: %s", runners.raw)
+	}
+
+	// Killed mid-run: ERROR once the lease lapses, and the reaper deletes the Job.
+	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
+	h.waitFor(a, sleeper, time.Minute, func(r resp) bool {
+		return strings.Contains(h.do("GET", "/api/executions/"+sleeper+"/logs", a, nil).str("logs"), "sleeping until stopped")
+	})
+	_ = proc.cmd.Process.Kill()
+	r = h.waitFor(a, sleeper, time.Minute, final)
+	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "runner lost") {
+		t.Fatalf("run of the killed runner: %s", r.raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		jobs, err := k.Client.BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs.Items) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the lost run's Job is still there: %s", jobs.Items[0].Name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -45,13 +45,14 @@ func (l *lockedBuffer) String() string {
 }
 
 // startRunnerProcess starts the built binary as `verdict runner --server url`, named name, with
-// two slots, on the test Docker engine. It is stopped (SIGTERM) when the test ends, and the
-// containers it left on the engine are removed.
-func startRunnerProcess(t *testing.T, url, name string) *runnerProcess {
+// two slots, on the test Docker engine (or what env, NAME=value settings, says). It is stopped
+// (SIGTERM) when the test ends, and the containers it left on the engine are removed.
+func startRunnerProcess(t *testing.T, url, name string, env ...string) *runnerProcess {
 	t.Helper()
 	cmd := exec.Command(verdictBinary(t), "runner", "--server", url)
 	cmd.Env = append(os.Environ(), "VERDICT_RUNNER_SECRET="+runnerSecret, "VERDICT_RUNNER_NAME="+name,
 		"VERDICT_RUNNER_SLOTS=2", "DOCKER_HOST="+testenv.DockerHost(t), "VERDICT_LOG_LEVEL=info")
+	cmd.Env = append(cmd.Env, env...)
 	p := &runnerProcess{name: name, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {

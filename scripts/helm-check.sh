@@ -55,6 +55,9 @@ value_sets=(
 	"replicas|--set replicaCount=3 --set secrets.databaseURL=postgres://verdict@db:5432/verdict --set secrets.redisURL=redis://cache:6379"
 	"runner+monitor|--set runner.enabled=true --set metrics.serviceMonitor.enabled=true --set metrics.token=lint-token"
 	"ingress+pvc|--set ingress.enabled=true --set persistence.enabled=true"
+	"runner-on-kubernetes|--set runner.enabled=true --set runner.backend=kubernetes"
+	"runner-on-kubernetes+namespace|--set runner.enabled=true --set runner.backend=kubernetes --set runner.kubernetes.namespace=verdict-runs --set runner.kubernetes.helperImage=registry.example.com/verdict:1.2.3"
+	"embedded-on-kubernetes|--set config.runner=embedded --set config.backend=kubernetes"
 )
 for set in "${value_sets[@]}"; do
 	name=${set%%|*}

@@ -224,8 +224,15 @@ func checkSecretRef(t *testing.T, e map[string]map[string]any, name, secret stri
 	}
 }
 
-// checkHardened asserts the pod's and the container's security settings.
+// checkHardened asserts the pod's and the container's security settings, and that the pod
+// mounts no service account token.
 func checkHardened(t *testing.T, dep obj, c map[string]any) {
+	t.Helper()
+	checkHardenedToken(t, dep, c, false)
+}
+
+// checkHardenedToken is checkHardened for a pod that mounts its service account token or not.
+func checkHardenedToken(t *testing.T, dep obj, c map[string]any, token bool) {
 	t.Helper()
 	pod := at(dep, "spec", "template", "spec", "securityContext")
 	if at(pod, "runAsNonRoot") != true || str(pod, "seccompProfile", "type") != "RuntimeDefault" {
@@ -246,8 +253,8 @@ func checkHardened(t *testing.T, dep obj, c map[string]any) {
 	if str(sc, "seccompProfile", "type") != "RuntimeDefault" {
 		t.Errorf("container seccompProfile = %v, want RuntimeDefault", at(sc, "seccompProfile"))
 	}
-	if at(dep, "spec", "template", "spec", "automountServiceAccountToken") != false {
-		t.Error("the pod mounts a service account token")
+	if got := at(dep, "spec", "template", "spec", "automountServiceAccountToken"); got != token {
+		t.Errorf("Deployment %s: automountServiceAccountToken %v, want %v", str(dep, "metadata", "name"), got, token)
 	}
 	if c["resources"] == nil {
 		t.Error("the container has no resources")
@@ -613,13 +620,22 @@ func TestRefusedValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		"short key":       {[]string{"--set", "secrets.encryptionKey=abc"}, "64 hex characters"},
-		"short jwt":       {[]string{"--set", "secrets.jwtSecret=short"}, "at least 32 bytes"},
-		"sqlite url":      {[]string{"--set", "secrets.databaseURL=sqlite:/data/x.db"}, "postgres://"},
-		"redis url":       {[]string{"--set", "secrets.redisURL=cache:6379"}, "redis://"},
-		"runner mode":     {[]string{"--set", "config.runner=remote"}, "none or embedded"},
-		"embedded, many":  {[]string{"--set", "config.runner=embedded", "--set", "replicaCount=2", "--set", "secrets.existingSecret=s"}, "replicaCount=1 only"},
-		"zero replicas":   {[]string{"--set", "replicaCount=0"}, "at least 1"},
+		"short key":      {[]string{"--set", "secrets.encryptionKey=abc"}, "64 hex characters"},
+		"short jwt":      {[]string{"--set", "secrets.jwtSecret=short"}, "at least 32 bytes"},
+		"sqlite url":     {[]string{"--set", "secrets.databaseURL=sqlite:/data/x.db"}, "postgres://"},
+		"redis url":      {[]string{"--set", "secrets.redisURL=cache:6379"}, "redis://"},
+		"runner mode":    {[]string{"--set", "config.runner=remote"}, "none or embedded"},
+		"embedded, many": {[]string{"--set", "config.runner=embedded", "--set", "replicaCount=2", "--set", "secrets.existingSecret=s"}, "replicaCount=1 only"},
+		"zero replicas":  {[]string{"--set", "replicaCount=0"}, "at least 1"},
+		"embedded kube, many": {[]string{"--set", "config.runner=embedded", "--set", "config.backend=kubernetes",
+			"--set", "replicaCount=2", "--set", "secrets.existingSecret=s"}, "replicaCount=1 only"},
+		"backend, no embedded": {[]string{"--set", "config.backend=kubernetes"}, "config.runner=embedded"},
+		"server backend":       {[]string{"--set", "config.runner=embedded", "--set", "config.backend=podman"}, "docker or kubernetes"},
+		"runner backend":       {[]string{"--set", "runner.enabled=true", "--set", "runner.backend=podman"}, "docker or kubernetes"},
+		"pull policy": {[]string{"--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",
+			"--set", "runner.kubernetes.pullPolicy=Sometimes"}, "Always, IfNotPresent or Never"},
+		"namespace": {[]string{"--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",
+			"--set", "runner.kubernetes.namespace=Runs_1"}, "namespace name"},
 		"replicas no url": {[]string{"--set", "replicaCount=5", "--set", "secrets.jwtSecret=" + strings.Repeat("x", 32)}, "needs PostgreSQL and Redis"},
 	} {
 		_, err := template(t, c.args...)
@@ -666,4 +682,236 @@ func keys(m map[string]string) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// runsRules are the Role's rules, "group/resource" to verbs: exactly the calls of the
+// Kubernetes backend (internal/run/kubernetes).
+var runsRules = map[string][]string{
+	"batch/jobs": {"create", "delete", "get", "list"},
+	"/secrets":   {"create", "delete", "update"},
+	"/pods":      {"create", "delete", "deletecollection", "list", "watch"},
+	"/pods/log":  {"get"},
+	"/pods/exec": {"create", "get"}, // WebSocket exec over GET, SPDY over POST
+	"/events":    {"list"},
+}
+
+// checkRunsRBAC asserts the Role <fullname>-runs and its RoleBinding in namespace ns: exactly
+// runsRules, bound to the service accounts subjects (of the release's namespace).
+func checkRunsRBAC(t *testing.T, r rendered, ns string, subjects ...string) {
+	t.Helper()
+	role := r.must(t, "Role", fullname+"-runs")
+	if got := str(role, "metadata", "namespace"); got != ns {
+		t.Errorf("Role namespace %q, want %q", got, ns)
+	}
+	got := map[string][]string{}
+	for _, rule := range list(role, "rules") {
+		if rule.(map[string]any)["resourceNames"] != nil || rule.(map[string]any)["nonResourceURLs"] != nil {
+			t.Errorf("rule %v: want resources and verbs only", rule)
+		}
+		for _, g := range list(rule, "apiGroups") {
+			for _, res := range list(rule, "resources") {
+				k := g.(string) + "/" + res.(string)
+				for _, v := range list(rule, "verbs") {
+					got[k] = append(got[k], v.(string))
+				}
+			}
+		}
+	}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	if len(got) != len(runsRules) {
+		t.Errorf("Role rules cover %v, want exactly %v", keysOf(got), keysOf(runsRules))
+	}
+	for k, want := range runsRules {
+		if !slices.Equal(got[k], want) {
+			t.Errorf("Role verbs on %s: %v, want %v", k, got[k], want)
+		}
+	}
+
+	rb := r.must(t, "RoleBinding", fullname+"-runs")
+	if got := str(rb, "metadata", "namespace"); got != ns {
+		t.Errorf("RoleBinding namespace %q, want %q", got, ns)
+	}
+	if ref := at(rb, "roleRef"); str(ref, "kind") != "Role" || str(ref, "name") != fullname+"-runs" ||
+		str(ref, "apiGroup") != "rbac.authorization.k8s.io" {
+		t.Errorf("RoleBinding roleRef %v, want the Role %s-runs", ref, fullname)
+	}
+	var names []string
+	for _, s := range list(rb, "subjects") {
+		if str(s, "kind") != "ServiceAccount" || str(s, "namespace") != "verdict" {
+			t.Errorf("RoleBinding subject %v: want a ServiceAccount of the release's namespace (verdict)", s)
+		}
+		names = append(names, str(s, "name"))
+	}
+	if !slices.Equal(names, subjects) {
+		t.Errorf("RoleBinding subjects %v, want %v", names, subjects)
+	}
+}
+
+func keysOf(m map[string][]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// checkKubeEnv asserts the Kubernetes backend's settings, NAME to value.
+func checkKubeEnv(t *testing.T, what string, got map[string]string, ns, helper string) {
+	t.Helper()
+	for k, want := range map[string]string{
+		"VERDICT_BACKEND":           "kubernetes",
+		"VERDICT_K8S_NAMESPACE":     ns,
+		"VERDICT_K8S_HELPER_IMAGE":  helper,
+		"VERDICT_K8S_PULL_POLICY":   "IfNotPresent",
+		"VERDICT_K8S_START_TIMEOUT": "2m",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %s = %q, want %q", what, k, got[k], want)
+		}
+	}
+	for _, k := range []string{"DOCKER_HOST", "KUBECONFIG"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s: %s is set (%q); the Kubernetes backend uses the in-cluster configuration", what, k, got[k])
+		}
+	}
+}
+
+// envValues returns a container's literal env values by name.
+func envValues(c map[string]any) map[string]string {
+	out := map[string]string{}
+	for name, e := range env(c) {
+		if v, ok := e["value"].(string); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func TestRunnerOnKubernetes(t *testing.T) {
+	// runner.dockerHost is ignored on Kubernetes.
+	r := mustTemplate(t, "--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",
+		"--set", "runner.dockerHost=tcp://engine:2376")
+	image := "verdict:" + chartAppVersion(t)
+
+	// The runners: their own account, its token mounted, the backend's settings.
+	sa := r.must(t, "ServiceAccount", fullname+"-runner")
+	if at(sa, "automountServiceAccountToken") != false {
+		t.Errorf("runner ServiceAccount automountServiceAccountToken %v, want false (the pods ask for it)", at(sa, "automountServiceAccountToken"))
+	}
+	dep := r.must(t, "Deployment", fullname+"-runner")
+	if got := str(dep, "spec", "template", "spec", "serviceAccountName"); got != fullname+"-runner" {
+		t.Errorf("runner pods' serviceAccountName %q, want %s-runner", got, fullname)
+	}
+	c := container(t, dep)
+	checkHardenedToken(t, dep, c, true)
+	checkKubeEnv(t, "runner env", envValues(c), "verdict", image)
+	checkSecretRef(t, env(c), "VERDICT_RUNNER_SECRET", fullname, false)
+
+	// The server keeps VERDICT_RUNNER=none, and gets the same settings for its lease reaper.
+	cm := stringMap(t, r.must(t, "ConfigMap", fullname))
+	if cm["VERDICT_RUNNER"] != "none" {
+		t.Errorf("server VERDICT_RUNNER %q, want none", cm["VERDICT_RUNNER"])
+	}
+	checkKubeEnv(t, "server ConfigMap", cm, "verdict", image)
+	server := r.must(t, "Deployment", fullname)
+	checkHardenedToken(t, server, container(t, server), true)
+	if got := at(r.must(t, "ServiceAccount", fullname), "automountServiceAccountToken"); got != false {
+		t.Errorf("server ServiceAccount automountServiceAccountToken %v, want false", got)
+	}
+
+	checkRunsRBAC(t, r, "verdict", fullname+"-runner", fullname)
+}
+
+func TestKubernetesNamespaceAndImage(t *testing.T) {
+	r := mustTemplate(t, "--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",
+		"--set", "runner.kubernetes.namespace=verdict-runs", "--set", "image.repository=registry.example.com/verdict",
+		"--set", "image.tag=1.2.3")
+	// The Role and RoleBinding go to the runs' namespace; the accounts stay in the release's.
+	checkRunsRBAC(t, r, "verdict-runs", fullname+"-runner", fullname)
+	if ns := str(r.must(t, "ServiceAccount", fullname+"-runner"), "metadata", "namespace"); ns != "" && ns != "verdict" {
+		t.Errorf("runner ServiceAccount namespace %q, want the release's", ns)
+	}
+	for _, o := range r {
+		if o["kind"] == "Namespace" {
+			t.Errorf("the chart creates Namespace %s; the runs' namespace is the user's", str(o, "metadata", "name"))
+		}
+	}
+	c := container(t, r.must(t, "Deployment", fullname+"-runner"))
+	checkKubeEnv(t, "runner env", envValues(c), "verdict-runs", "registry.example.com/verdict:1.2.3")
+	checkKubeEnv(t, "server ConfigMap", stringMap(t, r.must(t, "ConfigMap", fullname)), "verdict-runs", "registry.example.com/verdict:1.2.3")
+
+	// Every setting given.
+	r = mustTemplate(t, "--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",
+		"--set", "runner.kubernetes.helperImage=mirror.example.com/verdict:1.2.3",
+		"--set", "runner.kubernetes.pullPolicy=Always", "--set", "runner.kubernetes.startTimeout=5m")
+	e := envValues(container(t, r.must(t, "Deployment", fullname+"-runner")))
+	if e["VERDICT_K8S_HELPER_IMAGE"] != "mirror.example.com/verdict:1.2.3" || e["VERDICT_K8S_PULL_POLICY"] != "Always" ||
+		e["VERDICT_K8S_START_TIMEOUT"] != "5m" {
+		t.Errorf("runner env %v: want the given helper image, pull policy and start timeout", e)
+	}
+}
+
+func TestEmbeddedOnKubernetes(t *testing.T) {
+	r := mustTemplate(t, "--set", "config.runner=embedded", "--set", "config.backend=kubernetes",
+		"--set", "config.dockerHost=tcp://engine:2376")
+	cm := stringMap(t, r.must(t, "ConfigMap", fullname))
+	if cm["VERDICT_RUNNER"] != "embedded" {
+		t.Errorf("VERDICT_RUNNER %q, want embedded", cm["VERDICT_RUNNER"])
+	}
+	checkKubeEnv(t, "server ConfigMap", cm, "verdict", "verdict:"+chartAppVersion(t))
+	server := r.must(t, "Deployment", fullname)
+	checkHardenedToken(t, server, container(t, server), true)
+	checkRunsRBAC(t, r, "verdict", fullname)
+	if r.find("ServiceAccount", fullname+"-runner") != nil || r.find("Deployment", fullname+"-runner") != nil {
+		t.Error("a runner ServiceAccount or Deployment although runner.enabled is false")
+	}
+}
+
+// TestTokenStaysUnmounted: without the Kubernetes backend, no pod mounts a token and there is
+// no Role.
+func TestTokenStaysUnmounted(t *testing.T) {
+	for name, args := range map[string][]string{
+		"defaults":        nil,
+		"docker runners":  {"--set", "runner.enabled=true", "--set", "runner.dockerHost=tcp://engine:2376"},
+		"embedded docker": {"--set", "config.runner=embedded", "--set", "config.dockerHost=tcp://engine:2376"},
+		// The embedded runner decides the server's backend; the runners still use Kubernetes.
+		"embedded docker, kube runners": {"--set", "config.runner=embedded", "--set", "runner.enabled=true",
+			"--set", "runner.backend=kubernetes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := mustTemplate(t, args...)
+			server := r.must(t, "Deployment", fullname)
+			checkHardened(t, server, container(t, server))
+			cm := stringMap(t, r.must(t, "ConfigMap", fullname))
+			for k := range cm {
+				if strings.HasPrefix(k, "VERDICT_K8S_") || k == "VERDICT_BACKEND" {
+					t.Errorf("server ConfigMap has %s without the Kubernetes backend", k)
+				}
+			}
+			switch name {
+			case "embedded docker, kube runners": // the Role for the runners only
+				checkRunsRBAC(t, r, "verdict", fullname+"-runner")
+			default:
+				for _, kind := range []string{"Role", "RoleBinding", "ServiceAccount"} {
+					if r.find(kind, fullname+"-runs") != nil || r.find(kind, fullname+"-runner") != nil {
+						t.Errorf("a %s for the Kubernetes backend without it: %v", kind, r.kinds())
+					}
+				}
+			}
+			if name == "docker runners" {
+				dep := r.must(t, "Deployment", fullname+"-runner")
+				c := container(t, dep)
+				checkHardened(t, dep, c)
+				if sa := str(dep, "spec", "template", "spec", "serviceAccountName"); sa != fullname {
+					t.Errorf("docker runners' serviceAccountName %q, want the server's %s", sa, fullname)
+				}
+				if e := envValues(c); e["DOCKER_HOST"] != "tcp://engine:2376" || e["VERDICT_BACKEND"] != "" {
+					t.Errorf("docker runner env %v: want DOCKER_HOST and no VERDICT_BACKEND", e)
+				}
+			}
+		})
+	}
 }

@@ -94,6 +94,24 @@ carried by an existingSecret. */}}
 {{- if not (has .Values.config.runner (list "none" "embedded")) }}
 {{- fail (printf "config.runner must be none or embedded, got %q" .Values.config.runner) }}
 {{- end }}
+{{- if not (has .Values.config.backend (list "docker" "kubernetes")) }}
+{{- fail (printf "config.backend must be docker or kubernetes, got %q" .Values.config.backend) }}
+{{- end }}
+{{- if and (eq .Values.config.backend "kubernetes") (ne .Values.config.runner "embedded") }}
+{{- fail "config.backend=kubernetes is the embedded runner's backend: set config.runner=embedded with it, or runner.backend=kubernetes for the runner Deployment" }}
+{{- end }}
+{{- if not (has .Values.runner.backend (list "docker" "kubernetes")) }}
+{{- fail (printf "runner.backend must be docker or kubernetes, got %q" .Values.runner.backend) }}
+{{- end }}
+{{- if include "verdict.kubeRBAC" . }}
+{{- $k := .Values.runner.kubernetes }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (include "verdict.runsNamespace" .)) }}
+{{- fail (printf "runner.kubernetes.namespace must be a namespace name (lower-case letters, digits and '-'), got %q" $k.namespace) }}
+{{- end }}
+{{- if not (has $k.pullPolicy (list "Always" "IfNotPresent" "Never")) }}
+{{- fail (printf "runner.kubernetes.pullPolicy must be Always, IfNotPresent or Never, got %q" $k.pullPolicy) }}
+{{- end }}
+{{- end }}
 {{- with .Values.secrets.databaseURL }}
 {{- if not (or (hasPrefix "postgres://" .) (hasPrefix "postgresql://" .)) }}
 {{- fail "secrets.databaseURL must be a postgres:// URL (SQLite is the default when it is empty)" }}
@@ -127,4 +145,59 @@ carried by an existingSecret. */}}
       {{- if not (index . 2) }}
       optional: true
       {{- end }}
+{{- end }}
+
+{{/* Suites on Kubernetes (runner.backend=kubernetes, or config.backend=kubernetes with the
+embedded runner): every Verdict process that runs or removes Jobs gets VERDICT_BACKEND=kubernetes
+and these VERDICT_K8S_* settings, a service account token, and the Role in the runs' namespace. */}}
+
+{{/* The namespace the runs' Jobs go to: runner.kubernetes.namespace, else the release's. */}}
+{{- define "verdict.runsNamespace" -}}
+{{- default .Release.Namespace .Values.runner.kubernetes.namespace }}
+{{- end }}
+
+{{/* "true" when the runner Deployment runs suites as Jobs. */}}
+{{- define "verdict.runnerOnKube" -}}
+{{- if and .Values.runner.enabled (eq .Values.runner.backend "kubernetes") }}true{{ end }}
+{{- end }}
+
+{{/* The server's backend: config.backend with the embedded runner; else kubernetes when the
+runners use Kubernetes (the lease reaper then deletes a lost runner's Job at once); else docker. */}}
+{{- define "verdict.serverBackend" -}}
+{{- if eq .Values.config.runner "embedded" }}
+{{- .Values.config.backend }}
+{{- else if eq .Values.runner.backend "kubernetes" }}kubernetes
+{{- else }}docker
+{{- end }}
+{{- end }}
+
+{{/* "true" when the server calls the Kubernetes API. */}}
+{{- define "verdict.serverOnKube" -}}
+{{- if eq (include "verdict.serverBackend" .) "kubernetes" }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the Role and RoleBinding are needed. */}}
+{{- define "verdict.kubeRBAC" -}}
+{{- if or (include "verdict.runnerOnKube" .) (include "verdict.serverOnKube" .) }}true{{ end }}
+{{- end }}
+
+{{/* The runner Deployment's service account: its own (<fullname>-runner) on Kubernetes, which
+alone gets the Role; the server's otherwise. */}}
+{{- define "verdict.runnerServiceAccountName" -}}
+{{- if include "verdict.runnerOnKube" . }}
+{{- printf "%s-runner" (include "verdict.fullname" .) }}
+{{- else }}
+{{- include "verdict.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
+{{/* The Kubernetes backend's settings, NAME: value (a dict), for the runner's env and the
+server's ConfigMap. KUBECONFIG stays unset: the in-cluster configuration. */}}
+{{- define "verdict.kubeEnv" -}}
+{{- $k := .Values.runner.kubernetes -}}
+VERDICT_BACKEND: "kubernetes"
+VERDICT_K8S_NAMESPACE: {{ include "verdict.runsNamespace" . | quote }}
+VERDICT_K8S_HELPER_IMAGE: {{ default (include "verdict.image" .) $k.helperImage | quote }}
+VERDICT_K8S_PULL_POLICY: {{ $k.pullPolicy | quote }}
+VERDICT_K8S_START_TIMEOUT: {{ $k.startTimeout | toString | quote }}
 {{- end }}

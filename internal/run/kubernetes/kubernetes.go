@@ -131,9 +131,9 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 		b.cleanup(spec.Name)
 		return "", fmt.Errorf("creating the run's job: %w", err)
 	}
-	yes := true
-	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name,
-		UID: job.UID, BlockOwnerDeletion: &yes}}
+	// No blockOwnerDeletion: it would need update on jobs/finalizers where the API server
+	// enforces owner references' permissions, and Remove deletes the Secret itself anyway.
+	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
 	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		b.cleanup(spec.Name)
 		return "", fmt.Errorf("handing the run's secret to its job: %w", err)

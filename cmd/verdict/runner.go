@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"time"
 
 	"verdict/internal/config"
 	"verdict/internal/domain"
@@ -83,6 +85,11 @@ func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) 
 	if err := engines.Prepare(ctx, backend); err != nil {
 		return fmt.Errorf("the run network is not ready: %w", err)
 	}
+	// The name first: what an earlier life of this runner left is removed by the name, so it must
+	// not be another live process's.
+	if err := claimName(ctx, client, log); err != nil {
+		return err
+	}
 	id := peerhttp.RunnerID(cfg.Name)
 	engines.RemoveLeftovers(ctx, backend, id, log)
 	r := &vrun.Runner{ID: id, Peer: client, Backend: backend, Clock: domain.SystemClock, Log: log, Slots: cfg.Slots, Resources: res}
@@ -90,4 +97,25 @@ func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) 
 	r.Run(ctx)
 	log.Info("stopped")
 	return nil
+}
+
+// claimName waits until the server gives the runner its name (another process of that name
+// went silent) or answers at all (a restart), saying once why it waits.
+func claimName(ctx context.Context, c *peerhttp.Client, log *slog.Logger) error {
+	warned := false
+	for {
+		err := c.Hello(ctx)
+		if err == nil {
+			return nil
+		}
+		if !warned {
+			log.Warn("waiting for the server to give this runner its name", "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -254,7 +254,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
 	// run.Peer; a queued run wakes their waiting /api/runner/next.
-	a.remote = peerhttp.NewServer(peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log})
+	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log}
+	if a.redis != nil {
+		prefix := o.RedisPrefix
+		if prefix == "" {
+			prefix = "verdict:"
+		}
+		remoteDeps.Registry = redisRunners{client: a.redis, key: prefix + "runners"}
+	}
+	a.remote = peerhttp.NewServer(remoteDeps)
 	execDeps.Wake = a.remote.Notify
 	if cfg.Runner == "embedded" {
 		// The embedded runner reaches the control plane in process, through its run.Peer.

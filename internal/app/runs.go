@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"verdict/internal/api"
 	"verdict/internal/auth"
@@ -76,6 +77,52 @@ func (t redisFollow) Subscribe(ctx context.Context, fn func(msg []byte)) {
 	}
 }
 
+// redisRunners is the runners' registry shared by the replicas: one Redis hash, a field per
+// runner name holding its last record, so any replica lists every runner and refuses a second
+// process under a name in use whichever replica each calls.
+type redisRunners struct {
+	client *redis.Client
+	key    string
+}
+
+func (r redisRunners) Heard(ctx context.Context, rn peerhttp.Runner, instance string, heldSince time.Time) (bool, error) {
+	raw, err := r.client.HGet(ctx, r.key, rn.Name).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	var old peerhttp.RunnerRecord
+	if err == nil && json.Unmarshal(raw, &old) == nil && old.Takes(instance, heldSince) {
+		return true, nil
+	}
+	rec, err := json.Marshal(peerhttp.RunnerRecord{Runner: rn, Instance: instance})
+	if err != nil {
+		return false, err
+	}
+	return false, r.client.HSet(ctx, r.key, rn.Name, rec).Err()
+}
+
+func (r redisRunners) List(ctx context.Context, since time.Time) ([]peerhttp.Runner, error) {
+	all, err := r.client.HGetAll(ctx, r.key).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := []peerhttp.Runner{}
+	var stale []string
+	for name, raw := range all {
+		var rec peerhttp.RunnerRecord
+		if json.Unmarshal([]byte(raw), &rec) != nil || rec.Runner.LastSeenAt.Before(since) {
+			stale = append(stale, name)
+			continue
+		}
+		out = append(out, rec.Runner)
+	}
+	if len(stale) > 0 {
+		_ = r.client.HDel(ctx, r.key, stale...).Err() // gone runners; a new call adds one back
+	}
+	peerhttp.SortRunners(out)
+	return out, nil
+}
+
 // socketAuth verifies a handshake's JWT, API key, or a dashboard page's socket ticket, and
 // re-reads the user, like every REST request. A ticket's socket ends with the session it was issued for.
 func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
@@ -120,15 +167,18 @@ func runnerID(dataDir string) string {
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
 }
 
-// runnerList is the API's list of remote runners: the runner routes' memory of who called them
-// in the last minute (this replica's callers only), for admins.
+// runnerList is the API's list of remote runners: those that called the runner routes in the
+// last minute (of every replica, with Redis), for admins.
 type runnerList struct{ srv *peerhttp.Server }
 
-func (l runnerList) ListRunners(_ context.Context, p *identity.Principal) ([]api.RunnerInfo, error) {
+func (l runnerList) ListRunners(ctx context.Context, p *identity.Principal) ([]api.RunnerInfo, error) {
 	if err := p.RequireAdmin(); err != nil {
 		return nil, err
 	}
-	seen := l.srv.Runners()
+	seen, err := l.srv.Runners(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]api.RunnerInfo, len(seen))
 	for i, r := range seen {
 		out[i] = api.RunnerInfo{ID: r.ID, Name: r.Name, Backend: r.Backend, Slots: r.Slots, Busy: r.Busy, LastSeenAt: r.LastSeenAt}

@@ -138,6 +138,34 @@ func TestScaleOut(t *testing.T) {
 	}
 	limit := func(org int) int { return domain.LimitsFor(plans[org]).MaxConcurrentRuns }
 
+	// Each replica lists both runners, though each runner calls only one of them; a third
+	// process under a name in use waits for the name and takes no run.
+	for i, h := range hs {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			l := h.do("GET", "/api/runners", bearer(admins[0].token), nil)
+			if strings.Contains(l.raw, `"name":"scale-a"`) && strings.Contains(l.raw, `"name":"scale-b"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d lists: %s", i, l.raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	dup := startRunnerProcess(t, hs[1].srv.URL, names[0])
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(dup.stderr.String(), "waiting for the server to give this runner its name"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second scale-a did not wait for its name:\n%s", dup.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = dup.cmd.Process.Signal(syscall.SIGTERM)
+	<-dup.exited
+	if out := dup.stderr.String(); strings.Contains(out, "removing a container") || strings.Contains(out, "verdict runner started") {
+		t.Fatalf("the second scale-a went past its name:\n%s", out)
+	}
+
 	// A socket on replica 1 for the enterprise organization, before anything runs.
 	const watched = 2
 	events := dialSocket(t, hs[1].srv.URL, admins[watched].token)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"verdict/internal/domain"
 	"verdict/internal/run"
 )
 
@@ -48,9 +49,12 @@ type Client struct {
 	log     *slog.Logger
 	backoff time.Duration
 	maxWait time.Duration
+	// instance tells this process from another runner of the same name.
+	instance string
 
 	mu     sync.Mutex
 	leases map[string]time.Time // by run: when the lease runs out, as of the last renewal
+	ending map[string]bool      // runs being settled (Done): no longer counted as busy
 }
 
 // NewClient checks d and builds the client.
@@ -85,10 +89,27 @@ func NewClient(d ClientDeps) (*Client, error) {
 	}
 	return &Client{base: strings.TrimRight(d.URL, "/"), secret: d.Secret, name: d.Name, slots: strconv.Itoa(d.Slots),
 		backend: d.Backend, http: d.HTTP, log: d.Log, backoff: d.Backoff, maxWait: d.MaxBackoff,
-		leases: map[string]time.Time{}}, nil
+		instance: domain.RandomHex(8), leases: map[string]time.Time{}, ending: map[string]bool{}}, nil
 }
 
 var _ run.Peer = (*Client)(nil)
+
+// ErrNameInUse: another runner process of the same name is connected to the server.
+var ErrNameInUse = errors.New("runner name in use")
+
+// nameInUse is the error title of the server's refusal.
+const nameInUse = "Runner name in use"
+
+// Hello asks the server for the runner's name, before the runner touches anything of its
+// own: ErrNameInUse while another process holds the name.
+func (c *Client) Hello(ctx context.Context) error {
+	resp, err := c.call(ctx, Prefix+"hello", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
 
 // statusError is an answer the server refused with.
 type statusError struct {
@@ -120,6 +141,11 @@ func (c *Client) call(ctx context.Context, path, contentType string, body io.Rea
 	req.Header.Set(HeaderRunner, c.name)
 	req.Header.Set(HeaderSlots, c.slots)
 	req.Header.Set(HeaderBackend, c.backend)
+	req.Header.Set(HeaderInstance, c.instance)
+	c.mu.Lock()
+	busy := len(c.leases) - len(c.ending)
+	c.mu.Unlock()
+	req.Header.Set(HeaderBusy, strconv.Itoa(busy))
 	req.Header.Set("Content-Type", contentType)
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -129,11 +155,14 @@ func (c *Client) call(ctx context.Context, path, contentType string, body io.Rea
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusConflict {
-		return nil, run.ErrLeaseLost
-	}
 	var eb errorBody
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusConflict {
+		if json.Unmarshal(raw, &eb) == nil && eb.Error == nameInUse {
+			return nil, fmt.Errorf("%w: %s", ErrNameInUse, eb.Message)
+		}
+		return nil, run.ErrLeaseLost
+	}
 	if json.Unmarshal(raw, &eb) != nil || eb.Message == "" {
 		eb.Message = strings.TrimSpace(string(raw))
 		if len(eb.Message) > 200 {
@@ -258,9 +287,15 @@ const doneTime = 5 * time.Minute
 func (c *Client) Done(ctx context.Context, id string, res run.Result) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTime)
 	defer cancel()
+	c.mu.Lock()
+	if _, held := c.leases[id]; held {
+		c.ending[id] = true
+	}
+	c.mu.Unlock()
 	err := c.callJSON(dctx, id, runPath(id, "done"), resultToJSON(res), nil)
 	c.mu.Lock()
 	delete(c.leases, id)
+	delete(c.ending, id)
 	c.mu.Unlock()
 	return err
 }

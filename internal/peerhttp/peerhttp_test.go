@@ -104,6 +104,10 @@ func TestRoundTrip(t *testing.T) {
 	if cancelled, err := c.Extend(ctx, "r1", 30*time.Second); !cancelled || err != nil {
 		t.Fatalf("extend: %v %v", cancelled, err)
 	}
+	// The list shows the run the runner holds, as the runner counts it.
+	if list, err := s.Runners(ctx); err != nil || len(list) != 1 || list[0].Busy != 1 {
+		t.Fatalf("runners while holding a run: %+v %v", list, err)
+	}
 	if _, err := c.Extend(ctx, "other", 30*time.Second); !errors.Is(err, run.ErrLeaseLost) {
 		t.Fatalf("extend of another's run: %v, want ErrLeaseLost", err)
 	}
@@ -126,9 +130,43 @@ func TestRoundTrip(t *testing.T) {
 	if peer.done == nil || peer.done.Status != domain.ExecFailed || *peer.done.ExitCode != 1 || peer.done.Reports.Bytes != 1<<20 {
 		t.Fatalf("done: %+v", peer.done)
 	}
-	list := s.Runners()
+	list, _ := s.Runners(ctx) // the run being settled no longer counts
+
 	if len(list) != 1 || list[0].Name != "box" || list[0].Slots != 3 || list[0].Busy != 0 || list[0].Backend != "docker" {
 		t.Fatalf("runners: %+v", list)
+	}
+}
+
+// A second runner process under a name in use is refused its name and work, while the first
+// goes on; once the first has been silent for nameHeldFor, the name is free again.
+func TestRunnerNameInUse(t *testing.T) {
+	peer := &fakePeer{}
+	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := NewServer(ServerDeps{Secret: secret, Peer: func(id string) run.Peer { return peer }, Log: quiet,
+		Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Clock: clock})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx := context.Background()
+	first, second := newClient(t, srv.URL), newClient(t, srv.URL)
+	if err := first.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Hello(ctx); !errors.Is(err, ErrNameInUse) || !strings.Contains(err.Error(), "VERDICT_RUNNER_NAME") {
+		t.Fatalf("second process's hello: %v, want ErrNameInUse", err)
+	}
+	if _, err := second.Next(ctx, 30*time.Second); !errors.Is(err, ErrNameInUse) {
+		t.Fatalf("second process's next: %v, want ErrNameInUse", err)
+	}
+	if err := first.Hello(ctx); err != nil {
+		t.Fatalf("the first process lost its name: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(nameHeldFor + time.Second)
+	mu.Unlock()
+	if err := second.Hello(ctx); err != nil {
+		t.Fatalf("hello after the first went silent: %v", err)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +30,8 @@ type ServerDeps struct {
 	// Wait bounds a /next long-poll [25s]; Poll is how often it looks for work when not woken [1s].
 	Wait time.Duration
 	Poll time.Duration
+	// Registry keeps the runners heard from [this replica's memory].
+	Registry Registry
 }
 
 // Server serves the runner routes and remembers, in memory, the runners that called them.
@@ -44,18 +45,18 @@ type Server struct {
 	poll   time.Duration
 	mux    *http.ServeMux
 
-	mu      sync.Mutex
-	peers   map[string]run.Peer // by runner ID
-	runners map[string]*seen    // by name
-	wake    chan struct{}       // closed by Notify, then replaced
+	registry Registry
+
+	mu        sync.Mutex
+	peers     map[string]run.Peer  // by runner ID
+	published map[string]published // by runner name: what was last told the registry
+	wake      chan struct{}        // closed by Notify, then replaced
 }
 
-// seen is a runner as the server last heard from it.
-type seen struct {
-	name, backend string
-	slots         int
-	busy          map[string]bool // runs claimed through this server and not yet done
-	last          time.Time
+// published is what the registry was last told of a runner, and when.
+type published struct {
+	state string // instance, backend, slots and busy
+	at    time.Time
 }
 
 // Runner is a remote runner heard from recently.
@@ -70,6 +71,15 @@ type Runner struct {
 
 // seenWithin is how recently a runner must have called to be listed.
 const seenWithin = time.Minute
+
+// nameHeldFor is how long a runner's name stays its own after its last call: a live runner
+// calls at least every 25 s (its long-polls), so another process asking for the name within
+// this is refused, and a runner restarted under its name waits at most this long.
+const nameHeldFor = 40 * time.Second
+
+// publishEvery bounds how often the routes tell the registry of a runner whose state did not
+// change: log chunks come many a second, and each need not cost a Redis write.
+const publishEvery = 5 * time.Second
 
 // RunnerID is the runner ID (executions' runner_id) of the remote runner name.
 func RunnerID(name string) string { return "remote:" + name }
@@ -88,9 +98,13 @@ func NewServer(d ServerDeps) *Server {
 	if d.Poll <= 0 {
 		d.Poll = time.Second
 	}
+	if d.Registry == nil {
+		d.Registry = newMemoryRegistry()
+	}
 	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
-		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), peers: map[string]run.Peer{}, runners: map[string]*seen{},
-		wake: make(chan struct{})}
+		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[string]run.Peer{},
+		published: map[string]published{}, wake: make(chan struct{})}
+	s.mux.HandleFunc("POST /api/runner/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("POST /api/runner/next", s.next)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/extend", s.extend)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/started", s.started)
@@ -111,22 +125,10 @@ func (s *Server) Notify() {
 	s.mu.Unlock()
 }
 
-// Runners lists the runners heard from in the last minute, by name. With several replicas,
-// each knows the runners that call it.
-func (s *Server) Runners() []Runner {
-	now := s.clock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []Runner{}
-	for name, r := range s.runners {
-		if now.Sub(r.last) > seenWithin {
-			delete(s.runners, name)
-			continue
-		}
-		out = append(out, Runner{ID: RunnerID(name), Name: name, Backend: r.backend, Slots: r.slots, Busy: len(r.busy), LastSeenAt: r.last})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+// Runners lists the runners heard from in the last minute, by name: every replica's callers
+// when the registry is shared.
+func (s *Server) Runners(ctx context.Context) ([]Runner, error) {
+	return s.registry.List(ctx, s.clock().Add(-seenWithin))
 }
 
 type ctxKey struct{}
@@ -140,8 +142,9 @@ type caller struct {
 func callerOf(r *http.Request) caller { return r.Context().Value(ctxKey{}).(caller) }
 
 var (
-	nameRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	backendRe = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	nameRe     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	backendRe  = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	instanceRe = regexp.MustCompile(`^[0-9a-f]{1,32}$`)
 )
 
 // ServeHTTP authenticates the runner, then routes.
@@ -173,6 +176,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Validation error", HeaderBackend+" must be a backend name")
 		return
 	}
+	instance := r.Header.Get(HeaderInstance)
+	busy, berr := strconv.Atoi(r.Header.Get(HeaderBusy))
+	switch {
+	case instance != "" && !instanceRe.MatchString(instance):
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderInstance+" must be up to 32 lower-case hex digits")
+		return
+	case r.Header.Get(HeaderBusy) == "":
+		busy = 0
+	case berr != nil || busy < 0 || busy > 1<<16:
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderBusy+" must be a whole number of runs")
+		return
+	}
+	// A runner asking for its name or for work is refused while another process holds the
+	// name; the other routes only carry on runs it already has.
+	claiming := r.URL.Path == Prefix+"hello" || r.URL.Path == Prefix+"next"
+	if s.hear(r.Context(), Runner{ID: RunnerID(name), Name: name, Backend: backend, Slots: slots, Busy: busy,
+		LastSeenAt: s.clock()}, instance, claiming) && claiming {
+		writeError(w, http.StatusConflict, nameInUse,
+			"Another runner process named "+name+" is connected; give every runner its own VERDICT_RUNNER_NAME "+
+				"(a runner restarted under its old name waits until the old process has been silent for "+nameHeldFor.String()+")")
+		return
+	}
 	s.mu.Lock()
 	id := RunnerID(name)
 	p := s.peers[id]
@@ -180,27 +205,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p = s.peer(id)
 		s.peers[id] = p
 	}
-	rs := s.runners[name]
-	if rs == nil {
-		rs = &seen{name: name, busy: map[string]bool{}}
-		s.runners[name] = rs
-	}
-	rs.backend, rs.slots, rs.last = backend, slots, s.clock()
 	s.mu.Unlock()
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{name: name, peer: p})))
 }
 
-// busy records that runner name holds run id (or no longer does).
-func (s *Server) busy(name, id string, holds bool) {
+// hear tells the registry of a runner's call: always when it is claiming (the name must be
+// checked), else when its state changed or publishEvery has passed. It reports whether another
+// process holds the name. A registry that fails is logged and does not stop the runner.
+func (s *Server) hear(ctx context.Context, rn Runner, instance string, claiming bool) (taken bool) {
+	state := fmt.Sprintf("%s/%s/%d/%d", instance, rn.Backend, rn.Slots, rn.Busy)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rs := s.runners[name]; rs != nil {
-		if holds {
-			rs.busy[id] = true
-		} else {
-			delete(rs.busy, id)
-		}
+	last := s.published[rn.Name]
+	due := claiming || last.state != state || rn.LastSeenAt.Sub(last.at) >= publishEvery
+	if due {
+		s.published[rn.Name] = published{state: state, at: rn.LastSeenAt}
 	}
+	s.mu.Unlock()
+	if !due {
+		return false
+	}
+	taken, err := s.registry.Heard(ctx, rn, instance, rn.LastSeenAt.Add(-nameHeldFor))
+	if err != nil {
+		s.log.Warn("recording a runner's call failed", "runner", rn.Name, "err", err)
+		return false
+	}
+	if taken {
+		s.mu.Lock()
+		delete(s.published, rn.Name) // ask again next time
+		s.mu.Unlock()
+	}
+	return taken
 }
 
 const maxJSONBytes = 4 << 20 // a log chunk is at most a few tens of KiB; a result, its tests
@@ -278,7 +312,6 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if work != nil {
-			s.busy(c.name, work.ID, true)
 			w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
 			writeJSON(w, http.StatusOK, workToJSON(work))
 			return
@@ -308,13 +341,9 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
 	cancelled, err := c.peer.Extend(r.Context(), id, lease)
 	if err != nil {
-		if errors.Is(err, run.ErrLeaseLost) {
-			s.busy(c.name, id, false)
-		}
 		s.fail(w, r, err, "Failed to extend the lease")
 		return
 	}
-	s.busy(c.name, id, true)
 	writeJSON(w, http.StatusOK, extendAnswer{Cancelled: cancelled})
 }
 
@@ -393,7 +422,6 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to settle the run")
 		return
 	}
-	s.busy(c.name, id, false)
 	w.WriteHeader(http.StatusNoContent)
 }
 

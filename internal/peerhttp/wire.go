@@ -30,6 +30,10 @@ const (
 	HeaderRunner  = "X-Verdict-Runner"
 	HeaderSlots   = "X-Verdict-Runner-Slots"
 	HeaderBackend = "X-Verdict-Runner-Backend"
+	// HeaderInstance tells one runner process from another of the same name (random, per start).
+	HeaderInstance = "X-Verdict-Runner-Instance"
+	// HeaderBusy is how many runs the runner holds (claimed, not yet done).
+	HeaderBusy = "X-Verdict-Runner-Busy"
 )
 
 // Prefix is where the routes live.

@@ -443,12 +443,16 @@ const minRunnerSecret = 32
 // server over HTTP: no database, no other secret than VERDICT_RUNNER_SECRET, and the Docker
 // settings the embedded runner uses.
 type RunnerConfig struct {
-	Server    string `env:"VERDICT_SERVER"` // the server's URL; --server overrides it
-	Secret    string `env:"VERDICT_RUNNER_SECRET"`
-	Name      string `env:"VERDICT_RUNNER_NAME"` // empty: the host name
-	Slots     int    `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
-	LogLevel  string `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
-	LogFormat string `env:"VERDICT_LOG_FORMAT" envDefault:"text"`
+	Server string `env:"VERDICT_SERVER"` // the server's URL; --server overrides it
+	Secret string `env:"VERDICT_RUNNER_SECRET"`
+	Name   string `env:"VERDICT_RUNNER_NAME"` // empty: the host name
+	Slots  int    `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
+	// Lease is how long a run stays the runner's without a heartbeat (one goes every third of
+	// it, and hears of cancels): how soon a dead runner's runs end, and how long a server
+	// restart may last without losing them.
+	Lease     time.Duration `env:"VERDICT_RUNNER_LEASE" envDefault:"30s"`
+	LogLevel  string        `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
+	LogFormat string        `env:"VERDICT_LOG_FORMAT" envDefault:"text"`
 
 	DockerHost      string   `env:"DOCKER_HOST"`
 	RunMemoryMB     int      `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
@@ -536,6 +540,9 @@ func LoadRunner(environ map[string]string) (*RunnerConfig, error) {
 	}
 	if c.Slots < 1 || c.Slots > 256 {
 		bad("VERDICT_RUNNER_SLOTS", "want 1..256")
+	}
+	if c.Lease < 3*time.Second || c.Lease > 10*time.Minute {
+		bad("VERDICT_RUNNER_LEASE", "want 3s to 10m, got %s", c.Lease)
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // base is a valid production environment.
@@ -108,11 +109,15 @@ func TestLoadRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Slots != 2 || c.Name != "ci-1" || c.RunNetwork != "verdict-runs" || c.BlockedNets == nil || len(c.BlockedNets) != 0 {
+	if c.Slots != 2 || c.Name != "ci-1" || c.RunNetwork != "verdict-runs" || c.BlockedNets == nil || len(c.BlockedNets) != 0 ||
+		c.Lease != 30*time.Second || c.Backend != "docker" {
 		t.Fatalf("runner config: %+v", c)
 	}
-	_, err = LoadRunner(map[string]string{"VERDICT_RUNNER_SECRET": "short", "VERDICT_RUNNER_NAME": "a b", "VERDICT_RUNNER_SLOTS": "0"})
-	for _, name := range []string{"VERDICT_RUNNER_SECRET", "VERDICT_RUNNER_NAME", "VERDICT_RUNNER_SLOTS"} {
+	_, err = LoadRunner(map[string]string{"VERDICT_RUNNER_SECRET": "short", "VERDICT_RUNNER_NAME": "a b", "VERDICT_RUNNER_SLOTS": "0",
+		"VERDICT_RUNNER_LEASE": "1s", "VERDICT_BACKEND": "kubernetes", "VERDICT_K8S_NAMESPACE": "Not_A_Namespace",
+		"VERDICT_K8S_PULL_POLICY": "Sometimes", "VERDICT_K8S_START_TIMEOUT": "10ms"})
+	for _, name := range []string{"VERDICT_RUNNER_SECRET", "VERDICT_RUNNER_NAME", "VERDICT_RUNNER_SLOTS", "VERDICT_RUNNER_LEASE",
+		"VERDICT_K8S_NAMESPACE", "VERDICT_K8S_PULL_POLICY", "VERDICT_K8S_START_TIMEOUT"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("error %v does not name %s", err, name)
 		}
@@ -120,5 +125,15 @@ func TestLoadRunner(t *testing.T) {
 	if _, err := LoadFrom(map[string]string{"VERDICT_DEV": "true", "VERDICT_DATA_DIR": t.TempDir(), "VERDICT_RUNNER_SECRET": "short"}); err == nil ||
 		!strings.Contains(err.Error(), "VERDICT_RUNNER_SECRET") {
 		t.Errorf("serve with a short runner secret: %v", err)
+	}
+	if _, err := LoadFrom(map[string]string{"VERDICT_DEV": "true", "VERDICT_DATA_DIR": t.TempDir(), "VERDICT_BACKEND": "podman"}); err == nil ||
+		!strings.Contains(err.Error(), "VERDICT_BACKEND") {
+		t.Errorf("serve with an unknown backend: %v", err)
+	}
+	k, err := LoadFrom(map[string]string{"VERDICT_DEV": "true", "VERDICT_DATA_DIR": t.TempDir(), "VERDICT_BACKEND": "kubernetes",
+		"VERDICT_K8S_NAMESPACE": "qa-runs"})
+	if err != nil || k.K8sNamespace != "qa-runs" || k.K8sPullPolicy != "IfNotPresent" || k.K8sStartTimeout != 2*time.Minute ||
+		k.K8sHelperImage != "verdict:local" {
+		t.Errorf("serve on kubernetes: %+v %v", k, err)
 	}
 }

@@ -2,12 +2,16 @@ package app_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"verdict/internal/domain"
 	"verdict/internal/testenv"
 )
 
@@ -150,4 +154,47 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// BenchmarkKubernetesDrain queues VERDICT_BENCH_K8S_RUNS (20) runs of the pass image at once for
+// an enterprise organization on a runner with 4 slots, on the test cluster's one node, and then
+// on the Docker engine of the same machine, and reports the wall time per run of each and
+// their ratio: what a Job (scheduling, a pod sandbox, the report keeper, the exec that copies
+// the reports) costs over a container.
+func BenchmarkKubernetesDrain(b *testing.B) {
+	k := testenv.KubeCluster(b)
+	n := 20
+	if v, err := strconv.Atoi(os.Getenv("VERDICT_BENCH_K8S_RUNS")); err == nil && v > 0 {
+		n = v
+	}
+	drain := func(env map[string]string) float64 {
+		env["VERDICT_RUNNER_SLOTS"] = "4"
+		h := newHarness(b, harnessOpts{dialect: "sqlite", realClock: true, workers: true, env: env})
+		admin := h.signup(fmt.Sprintf("drain-%d@example.com", time.Now().UnixNano()), "Drain Co")
+		if err := h.app.Store.Organizations().UpdatePlan(context.Background(), admin.orgID, domain.PlanEnterprise, domain.Billing{}); err != nil {
+			b.Fatal(err)
+		}
+		a := bearer(admin.token)
+		t0 := time.Now()
+		tasks := make([]string, n)
+		for i := range tasks {
+			tasks[i] = h.queue(a, map[string]any{"image": passImage})
+		}
+		for _, task := range tasks {
+			if r := h.waitFor(a, task, 10*time.Minute, final); r.str("execution", "status") != "PASSED" {
+				b.Fatalf("run %s: %s", task, r.raw)
+			}
+		}
+		return time.Since(t0).Seconds() / float64(n)
+	}
+	var kube, dock float64
+	for range b.N {
+		kube += drain(map[string]string{"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig,
+			"VERDICT_K8S_NAMESPACE": k.Namespace, "VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage,
+			"VERDICT_K8S_PULL_POLICY": "Never", "VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"})
+		dock += drain(map[string]string{"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"})
+	}
+	b.ReportMetric(kube/float64(b.N), "s/run-kubernetes")
+	b.ReportMetric(dock/float64(b.N), "s/run-docker")
+	b.ReportMetric(kube/dock, "kubernetes/docker")
 }

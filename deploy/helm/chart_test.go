@@ -689,7 +689,7 @@ func keys(m map[string]string) []string {
 var runsRules = map[string][]string{
 	"batch/jobs": {"create", "delete", "get", "list"},
 	"/secrets":   {"create", "delete", "update"},
-	"/pods":      {"create", "delete", "deletecollection", "list", "watch"},
+	"/pods":      {"deletecollection", "list", "watch"},
 	"/pods/log":  {"get"},
 	"/pods/exec": {"create", "get"}, // WebSocket exec over GET, SPDY over POST
 	"/events":    {"list"},

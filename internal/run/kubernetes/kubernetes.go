@@ -518,33 +518,33 @@ func (b *Backend) List(ctx context.Context, want map[string]string) ([]run.Conta
 	return out, nil
 }
 
-// ListDir lists the folders directly under p in image without running its own programs: a pod
-// copies the verdict binary from the helper image into a volume, runs it from the image to list
-// p, and is deleted. With pull false the image must be on the node already (pull policy Never).
+// ListDir lists the folders directly under p in image without running its own programs: a Job
+// copies the verdict binary from the helper image into a volume, runs it from the image to
+// list p, and is deleted. With pull false the image must be on the node already (pull policy
+// Never).
 func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]string, error) {
 	policy := b.o.PullPolicy
 	if !pull {
 		policy = corev1.PullNever
 	}
-	pod := listPod(b.o, image, p, policy)
-	pods := b.cs.CoreV1().Pods(b.o.Namespace)
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	job, err := b.cs.BatchV1().Jobs(b.o.Namespace).Create(ctx, listJob(b.o, image, p, policy), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("creating a pod to list %s in %s: %w", p, image, err)
+		return nil, fmt.Errorf("creating a job to list %s in %s: %w", p, image, err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		var now int64
-		_ = pods.Delete(dctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: &now})
+		_ = b.Remove(dctx, job.Name)
 	}()
 	ctx, cancel := context.WithTimeout(ctx, b.o.StartTimeout)
 	defer cancel()
 	var exit int
-	err = b.watchNamed(ctx, created.Name, func(pod *corev1.Pod) (bool, error) {
+	var podName string
+	err = b.watchPod(ctx, job.Name, time.Second, func(pod *corev1.Pod) (bool, error) {
 		if pod == nil {
-			return true, errGone
+			return false, nil // the Job controller has not made it yet
 		}
+		podName = pod.Name
 		switch o := observe(pod); o.phase {
 		case exited:
 			exit = o.exit
@@ -561,14 +561,18 @@ func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]st
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("listing %s in %s: %s", p, image, b.why(ctx, "Pod", created.Name, "", "not started in time"))
+			kind, name := "Pod", podName
+			if name == "" {
+				kind, name = "Job", job.Name
+			}
+			return nil, fmt.Errorf("listing %s in %s: %s", p, image, b.why(ctx, kind, name, "", "not started in time"))
 		}
 		return nil, err
 	}
 	if exit == exitPathNotFound {
 		return nil, fmt.Errorf("%w: %s in image %s", run.ErrPathNotFound, p, image)
 	}
-	out, err := pods.GetLogs(created.Name, &corev1.PodLogOptions{Container: suiteContainer}).DoRaw(ctx)
+	out, err := b.cs.CoreV1().Pods(b.o.Namespace).GetLogs(podName, &corev1.PodLogOptions{Container: suiteContainer}).DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the folder list of %s: %w", image, err)
 	}
@@ -582,45 +586,4 @@ func (b *Backend) ListDir(ctx context.Context, image, p string, pull bool) ([]st
 		}
 	}
 	return dirs, nil
-}
-
-// watchNamed is watchPod for a pod by name.
-func (b *Backend) watchNamed(ctx context.Context, name string, see func(*corev1.Pod) (bool, error)) error {
-	pods := b.cs.CoreV1().Pods(b.o.Namespace)
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	for {
-		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return err
-		}
-		var pod *corev1.Pod
-		if len(list.Items) > 0 {
-			pod = &list.Items[0]
-		}
-		if done, err := see(pod); done || err != nil {
-			return err
-		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			return err
-		}
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
-				break
-			}
-			if ev.Type == watch.Deleted {
-				pod = nil
-			} else if p, ok := ev.Object.(*corev1.Pod); ok {
-				pod = p
-			}
-			if done, err := see(pod); done || err != nil {
-				w.Stop()
-				return err
-			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }

@@ -189,32 +189,42 @@ func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 	}
 }
 
-// listPod lists the folders under p in image: an init container copies the verdict binary
-// from the helper image into a volume, and the image's container runs it from there.
-func listPod(o Options, image, p string, policy corev1.PullPolicy) *corev1.Pod {
+// listJob lists the folders under p in image: an init container copies the verdict binary
+// from the helper image into a volume, and the image's container runs it from there. A Job, so
+// that one left by a process that died midway goes by its TTL.
+func listJob(o Options, image, p string, policy corev1.PullPolicy) *batchv1.Job {
 	no := false
 	var grace int64
+	var zero int32
+	ttl := int32(60)
 	const bin = "/verdict-bin"
 	mount := []corev1.VolumeMount{{Name: "bin", MountPath: bin}}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "verdict-ls-", Namespace: o.Namespace,
-			Labels: map[string]string{labelManagedBy: managedBy, "verdict.dev/purpose": "list-folders"}},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  &no,
-			EnableServiceLinks:            &no,
-			TerminationGracePeriodSeconds: &grace,
-			ActiveDeadlineSeconds:         ptr(int64(300)),
-			SecurityContext: &corev1.PodSecurityContext{
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	labels := map[string]string{labelManagedBy: managedBy, "verdict.dev/purpose": "list-folders"}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "verdict-ls-", Namespace: o.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            &zero,
+			ActiveDeadlineSeconds:   ptr(int64(300)),
+			TTLSecondsAfterFinished: &ttl,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					AutomountServiceAccountToken:  &no,
+					EnableServiceLinks:            &no,
+					TerminationGracePeriodSeconds: &grace,
+					SecurityContext: &corev1.PodSecurityContext{
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					InitContainers: []corev1.Container{{Name: "install", Image: o.HelperImage, ImagePullPolicy: o.PullPolicy,
+						Command: []string{o.HelperCommand, "reports-keeper", "install", bin + "/verdict"}, Resources: keeperResources,
+						SecurityContext: restricted(), VolumeMounts: mount}},
+					Containers: []corev1.Container{{Name: suiteContainer, Image: image, ImagePullPolicy: policy,
+						Command: []string{bin + "/verdict", "reports-keeper", "ls", p}, Resources: keeperResources,
+						SecurityContext: restricted(), VolumeMounts: mount}},
+					Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
 			},
-			InitContainers: []corev1.Container{{Name: "install", Image: o.HelperImage, ImagePullPolicy: o.PullPolicy,
-				Command: []string{o.HelperCommand, "reports-keeper", "install", bin + "/verdict"}, Resources: keeperResources,
-				SecurityContext: restricted(), VolumeMounts: mount}},
-			Containers: []corev1.Container{{Name: suiteContainer, Image: image, ImagePullPolicy: policy,
-				Command: []string{bin + "/verdict", "reports-keeper", "ls", p}, Resources: keeperResources,
-				SecurityContext: restricted(), VolumeMounts: mount}},
-			Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
 	}
 }

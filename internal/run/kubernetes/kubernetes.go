@@ -331,39 +331,44 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 }
 
 // Logs follows the suite container's output (stdout and stderr as the kubelet interleaved them)
-// from its start until it exits, as whole lines.
+// from its start until it exits, as whole lines; a stream broken by an API server or kubelet
+// restart is resumed where it broke.
 func (b *Backend) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
 	pod, _, err := b.untilStarted(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	body, err := b.cs.CoreV1().Pods(b.o.Namespace).GetLogs(pod.Name,
-		&corev1.PodLogOptions{Container: suiteContainer, Follow: true}).Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("logs of pod %s: %w", pod.Name, err)
+	pods := b.cs.CoreV1().Pods(b.o.Namespace)
+	open := func(ctx context.Context, since time.Time) (io.ReadCloser, error) {
+		opts := &corev1.PodLogOptions{Container: suiteContainer, Follow: true, Timestamps: true}
+		if !since.IsZero() {
+			t := metav1.NewTime(since.Truncate(time.Second)) // the API takes whole seconds
+			opts.SinceTime = &t
+		}
+		return pods.GetLogs(pod.Name, opts).Stream(ctx)
 	}
+	ended := func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector(id)})
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) == 0 {
+			return true, nil // deleted: nothing more will come
+		}
+		ph := observe(&list.Items[0]).phase
+		return ph == exited || ph == failed, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	go func() {
 		lw := run.NewLineWriter(pw)
-		_, err := io.Copy(lw, body)
+		err := followLogs(ctx, open, ended, lw)
 		if ferr := lw.Flush(); err == nil {
 			err = ferr
 		}
-		_ = body.Close()
 		pw.CloseWithError(err)
 	}()
-	return &logStream{PipeReader: pr, body: body}, nil
-}
-
-type logStream struct {
-	*io.PipeReader
-	body io.Closer
-}
-
-func (l *logStream) Close() error {
-	err := l.body.Close()
-	_ = l.PipeReader.Close()
-	return err
+	return &cancelReader{PipeReader: pr, cancel: cancel}, nil
 }
 
 // Exit codes of `verdict reports-keeper tar`.

@@ -121,11 +121,15 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("the server answered %d: %s", e.status, e.message)
 }
 
-// retryable: the server could not be reached or is restarting.
+// retryable: the server could not be reached or is restarting. Its answers (a lost lease, a
+// name in use, a refusal) are not asked again.
 func retryable(err error) bool {
 	var se *statusError
-	if errors.As(err, &se) {
+	switch {
+	case errors.As(err, &se):
 		return se.status == http.StatusBadGateway || se.status == http.StatusServiceUnavailable || se.status == http.StatusGatewayTimeout
+	case errors.Is(err, run.ErrLeaseLost), errors.Is(err, ErrNameInUse):
+		return false
 	}
 	return err != nil
 }
@@ -229,8 +233,38 @@ func seconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Sec
 
 // Next long-polls the server for a run (up to about 25 s); nil, nil: none came.
 func (c *Client) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
-	resp, err := c.call(ctx, Prefix+"next", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"leaseSeconds":%d}`, seconds(lease))))
+	// One claim for every try: when an answer is lost after the server claimed a run, the
+	// next try gets that run rather than leaving it to wait out its lease. Tries go on for half
+	// the lease.
+	body, err := json.Marshal(nextBody{LeaseSeconds: seconds(lease), Claim: domain.RandomHex(8)})
+	if err != nil {
+		return nil, err
+	}
+	giveUp := time.Now().Add(lease / 2)
+	wait := c.backoff
+	for {
+		w, err := c.next(ctx, body)
+		if err == nil {
+			if w != nil {
+				c.renewed(w.ID, lease)
+			}
+			return w, nil
+		}
+		if ctx.Err() != nil || !retryable(err) || time.Now().Add(wait).After(giveUp) {
+			return nil, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, c.maxWait)
+	}
+}
+
+// next is one try of Next.
+func (c *Client) next(ctx context.Context, body []byte) (*run.Work, error) {
+	resp, err := c.call(ctx, Prefix+"next", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -240,9 +274,8 @@ func (c *Client) Next(ctx context.Context, lease time.Duration) (*run.Work, erro
 	}
 	var j workJSON
 	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
-		return nil, fmt.Errorf("reading the claimed run: %w", err)
+		return nil, fmt.Errorf("reading the claimed run: %w", err) // retryable: the answer broke off
 	}
-	c.renewed(j.ID, lease)
 	return j.work(), nil
 }
 

@@ -277,3 +277,33 @@ func TestClientRetriesDroppedRequests(t *testing.T) {
 		t.Fatalf("extend kept retrying for %s past a 300ms lease", d)
 	}
 }
+
+// A run claimed for a runner whose answer was lost (the connection dropped after the server
+// claimed it) is handed to it again when it asks again, instead of waiting out its lease; the
+// server claims once.
+func TestLostClaimAnswerIsRepeated(t *testing.T) {
+	peer := &fakePeer{}
+	s := newServer(t, peer)
+	var tries atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/next") && tries.Add(1) == 1 {
+			s.ServeHTTP(httptest.NewRecorder(), r) // claimed, then the answer is lost
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	w, err := c.Next(context.Background(), 30*time.Second)
+	if err != nil || w == nil || w.ID != "r1" || w.Env.Vars["TOKEN"] != "s" || tries.Load() != 2 {
+		t.Fatalf("next after a lost answer: %+v %v after %d tries", w, err, tries.Load())
+	}
+	// Another claim is another request: it gets no run (the fake has one).
+	if w, err := c.Next(context.Background(), 30*time.Second); w != nil || err != nil {
+		t.Fatalf("a new claim: %+v %v", w, err)
+	}
+}

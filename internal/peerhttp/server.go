@@ -50,8 +50,20 @@ type Server struct {
 	mu        sync.Mutex
 	peers     map[string]run.Peer  // by runner ID
 	published map[string]published // by runner name: what was last told the registry
+	claims    map[string]claimed   // by runner name and claim: runs handed out lately
 	wake      chan struct{}        // closed by Notify, then replaced
 }
+
+// claimed is a run handed out for a claim, kept for claimKept so that a runner whose answer
+// was lost gets the same run when it asks again, instead of the run waiting out its lease.
+// It holds the run's unsealed variables, in memory, as the answer did.
+type claimed struct {
+	work *run.Work
+	at   time.Time
+}
+
+// claimKept is how long a claim's run is kept for a repeated request.
+const claimKept = time.Minute
 
 // published is what the registry was last told of a runner, and when.
 type published struct {
@@ -103,7 +115,7 @@ func NewServer(d ServerDeps) *Server {
 	}
 	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
 		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[string]run.Peer{},
-		published: map[string]published{}, wake: make(chan struct{})}
+		published: map[string]published{}, claims: map[string]claimed{}, wake: make(chan struct{})}
 	s.mux.HandleFunc("POST /api/runner/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("POST /api/runner/next", s.next)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/extend", s.extend)
@@ -288,15 +300,27 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, op stri
 
 // next claims a run for the runner, waiting up to Wait for one.
 func (s *Server) next(w http.ResponseWriter, r *http.Request) {
-	var b leaseBody
+	var b nextBody
 	if !decode(w, r, &b) {
 		return
 	}
-	lease, ok := leaseOf(w, b)
+	lease, ok := leaseOf(w, leaseBody{LeaseSeconds: b.LeaseSeconds})
 	if !ok {
 		return
 	}
+	if b.Claim != "" && !instanceRe.MatchString(b.Claim) {
+		writeError(w, http.StatusBadRequest, "Validation error", "claim must be up to 32 lower-case hex digits")
+		return
+	}
 	c := callerOf(r)
+	key := c.name + "/" + b.Claim
+	if b.Claim != "" {
+		if work := s.claimedFor(key); work != nil {
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, workToJSON(work))
+			return
+		}
+	}
 	ctx := r.Context()
 	deadline := time.NewTimer(s.wait)
 	defer deadline.Stop()
@@ -312,6 +336,9 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if work != nil {
+			if b.Claim != "" {
+				s.keepClaim(key, work)
+			}
 			w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
 			writeJSON(w, http.StatusOK, workToJSON(work))
 			return
@@ -326,6 +353,29 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// claimedFor is the run handed out for key within claimKept, or nil.
+func (s *Server) claimedFor(key string) *run.Work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.claims[key]; ok && s.clock().Sub(c.at) < claimKept {
+		return c.work
+	}
+	return nil
+}
+
+// keepClaim keeps the run handed out for key, forgetting those older than claimKept.
+func (s *Server) keepClaim(key string, work *run.Work) {
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.claims {
+		if now.Sub(c.at) >= claimKept {
+			delete(s.claims, k)
+		}
+	}
+	s.claims[key] = claimed{work: work, at: now}
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {

@@ -43,6 +43,13 @@ type leaseBody struct {
 	LeaseSeconds int `json:"leaseSeconds"`
 }
 
+// nextBody asks for a run. Claim names the request: asked again with the same claim (its
+// answer was lost), the server answers with the run it claimed the first time.
+type nextBody struct {
+	LeaseSeconds int    `json:"leaseSeconds"`
+	Claim        string `json:"claim,omitempty"`
+}
+
 type extendAnswer struct {
 	Cancelled bool `json:"cancelled"`
 }

@@ -76,48 +76,9 @@ API=https://127.0.0.1:$API_PORT
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-log() { printf 'kube-cluster: %s\n' "$*" >&2; }
-die() {
-	printf 'kube-cluster: ERROR: %s\n' "$*" >&2
-	exit 1
-}
-
-# apt_install PKG... installs Debian packages, running `apt-get update` once per script run and
-# only when something actually has to be installed.
-APT_UPDATED=
-apt_install() {
-	command -v apt-get >/dev/null || die "apt-get not found: cannot install $*"
-	if [[ -z $APT_UPDATED ]]; then
-		log "apt-get update"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
-		APT_UPDATED=1
-	fi
-	log "installing $*"
-	# Keep the packages' own init scripts from starting default instances (etcd on 2379, ...):
-	# this script starts what the tests use itself.
-	local policy=/usr/sbin/policy-rc.d added=
-	if [[ ! -e $policy ]]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added=1
-	fi
-	local rc=0
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 || rc=$?
-	[[ -z $added ]] || rm -f "$policy"
-	((rc == 0)) || die "apt-get install $* failed"
-}
-
-# wait_for SECONDS CMD... retries CMD every half second until it succeeds.
-wait_for() {
-	local secs=$1
-	shift
-	local i
-	for ((i = 0; i < secs * 2; i++)); do
-		if "$@" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.5
-	done
-	return 1
-}
+LOG_PREFIX=kube-cluster
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # start NAME CMD... starts CMD detached (it outlives this script), log in $K/NAME.log, pid in $K/NAME.pid.
 start() {

@@ -18,48 +18,9 @@ MINIO_PORT=${VERDICT_TEST_MINIO_PORT:-59000}
 MINIO_USER=verdict-test
 MINIO_PASSWORD=verdict-test-secret
 
-log() { printf 'services: %s\n' "$*" >&2; }
-die() {
-	printf 'services: ERROR: %s\n' "$*" >&2
-	exit 1
-}
-
-# apt_install PKG... installs Debian packages, running `apt-get update` once per script run and
-# only when something actually has to be installed.
-APT_UPDATED=
-apt_install() {
-	command -v apt-get >/dev/null || die "apt-get not found: cannot install $*"
-	if [[ -z $APT_UPDATED ]]; then
-		log "apt-get update"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
-		APT_UPDATED=1
-	fi
-	log "installing $*"
-	# Keep the packages' own init scripts from starting default instances (PostgreSQL on 5432,
-	# Redis on 6379, a dockerd without our log): this script starts what the tests use itself.
-	local policy=/usr/sbin/policy-rc.d added=
-	if [[ ! -e $policy ]]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added=1
-	fi
-	local rc=0
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 || rc=$?
-	[[ -z $added ]] || rm -f "$policy"
-	((rc == 0)) || die "apt-get install $* failed"
-}
-
-# wait_for SECONDS CMD... retries CMD every half second until it succeeds.
-wait_for() {
-	local secs=$1
-	shift
-	local i
-	for ((i = 0; i < secs * 2; i++)); do
-		if "$@" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.5
-	done
-	return 1
-}
+LOG_PREFIX=services
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 mkdir -p "$STATE"
 # Other users (postgres) must be able to reach their own folder under it.

@@ -72,31 +72,13 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 		t.Fatalf("cancel: %s", r.raw)
 	}
 
-	// The image's test folders, read by a pod.
+	// The image's test folders, read by a Job.
 	if ts := h.do("GET", "/api/tests-structure?image="+passImage, a, nil); !strings.Contains(ts.raw, `"api"`) || !strings.Contains(ts.raw, `"ui"`) {
 		t.Fatalf("tests-structure: %s", ts.raw)
 	}
 
 	// Every run removed its Job; the Secrets went with them.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		jobs, err := k.Client.BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		secrets, err := k.Client.CoreV1().Secrets(k.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(jobs.Items) == 0 && len(secrets.Items) == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("left behind: %d jobs, %d secrets", len(jobs.Items), len(secrets.Items))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitNothingLeft(t, k)
 }
 
 // TestKubernetesRemoteRunner: `verdict runner` with VERDICT_BACKEND=kubernetes serves a server
@@ -129,7 +111,7 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 		t.Fatalf("runners: %s", runners.raw)
 	}
 
-	// Killed mid-run: ERROR once the lease lapses, and the reaper deletes the Job.
+	// Killed mid-run: ERROR once the lease lapses, and the reaper deletes the Job (and its Secret).
 	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
 	h.waitFor(a, sleeper, time.Minute, func(r resp) bool {
 		return strings.Contains(h.do("GET", "/api/executions/"+sleeper+"/logs", a, nil).str("logs"), "sleeping until stopped")
@@ -139,6 +121,12 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "runner lost") {
 		t.Fatalf("run of the killed runner: %s", r.raw)
 	}
+	waitNothingLeft(t, k)
+}
+
+// waitNothingLeft waits until the test's namespace holds no Job and no Secret.
+func waitNothingLeft(t *testing.T, k *testenv.Kube) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
@@ -146,11 +134,15 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(jobs.Items) == 0 {
-			break
+		secrets, err := k.Client.CoreV1().Secrets(k.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs.Items) == 0 && len(secrets.Items) == 0 {
+			return
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("the lost run's Job is still there: %s", jobs.Items[0].Name)
+			t.Fatalf("left behind: %d jobs, %d secrets", len(jobs.Items), len(secrets.Items))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

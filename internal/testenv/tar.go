@@ -50,3 +50,27 @@ func Tar(t testing.TB, entries ...TarEntry) []byte {
 	}
 	return buf.Bytes()
 }
+
+// Untar reads an archive to its end and closes it: the regular files' contents by name.
+func Untar(t testing.TB, rc io.ReadCloser) map[string]string {
+	t.Helper()
+	defer rc.Close()
+	files := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[h.Name] = string(b)
+		}
+	}
+}

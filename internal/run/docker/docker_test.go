@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -98,29 +97,6 @@ func readAll(t *testing.T, rc io.ReadCloser) string {
 }
 
 // untar reads a tar stream into name → content.
-func untar(t *testing.T, rc io.ReadCloser) map[string]string {
-	t.Helper()
-	defer rc.Close()
-	files := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[h.Name] = string(b)
-		}
-	}
-}
-
 func TestPingNegotiatesAPIVersion(t *testing.T) {
 	b := newBackend(t)
 	v := b.APIVersion()
@@ -169,7 +145,7 @@ func TestRunPassingSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := untar(t, rc)
+	files := testenv.Untar(t, rc)
 	report, ok := files["junit/results.xml"]
 	if !ok {
 		t.Fatalf("copied junit folder holds %v", slices.Sorted(maps.Keys(files)))
@@ -221,7 +197,7 @@ func TestRunFailingSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	failures := 0
-	for name, content := range untar(t, rc) {
+	for name, content := range testenv.Untar(t, rc) {
 		if !strings.HasSuffix(name, "-result.json") {
 			continue
 		}
@@ -558,7 +534,7 @@ func TestRealPytestSuite(t *testing.T) {
 				Failures int `xml:"failures,attr"`
 			} `xml:"testsuite"`
 		}
-		if err := xml.Unmarshal([]byte(untar(t, rc)["junit/results.xml"]), &suites); err != nil || len(suites.Suites) != 1 {
+		if err := xml.Unmarshal([]byte(testenv.Untar(t, rc)["junit/results.xml"]), &suites); err != nil || len(suites.Suites) != 1 {
 			t.Fatalf("folder %s: junit %+v, %v", tc.folder, suites, err)
 		}
 		if s := suites.Suites[0]; s.Tests != tc.tests || s.Failures != tc.failures {

@@ -1,7 +1,6 @@
 package kubernetes_test
 
 import (
-	"archive/tar"
 	"bufio"
 	"context"
 	"errors"
@@ -57,26 +56,6 @@ func spec(image string, args ...string) run.Spec {
 		Labels:     map[string]string{run.LabelManaged: "true", run.LabelRunner: "embedded:host:/var/lib/verdict", run.LabelTask: "t-k8s"},
 		Timeout:    5 * time.Minute,
 		ReportDirs: run.ReportFolders(domain.DefaultReportFolders)}
-}
-
-func untar(t *testing.T, rc io.ReadCloser) map[string]string {
-	t.Helper()
-	defer rc.Close()
-	files := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, _ := io.ReadAll(tr)
-			files[h.Name] = string(b)
-		}
-	}
 }
 
 // A passing sample suite runs as a Job on the real node: its log is followed through the API
@@ -143,7 +122,7 @@ func TestSuiteRunsAsAJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := untar(t, rc)
+	files := testenv.Untar(t, rc)
 	if !strings.Contains(files["app/junit/results.xml"], `tests="4"`) || files["app/playwright-report/index.html"] == "" {
 		var names []string
 		for n := range files {

@@ -136,10 +136,8 @@ func secretFor(spec run.Spec, ns string) *corev1.Secret {
 func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 	labels, annotations := objectLabels(spec.Labels)
 	var zero int32
-	no := false
 	deadline := int64(spec.Timeout.Seconds()) + collectMargin
 	ttl := int32(ttlAfterFinished)
-	grace := int64(5)
 	var volumes []corev1.Volume
 	for i := range spec.ReportDirs {
 		volumes = append(volumes, corev1.Volume{Name: volumeName(i),
@@ -173,19 +171,27 @@ func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 			TTLSecondsAfterFinished: &ttl,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					AutomountServiceAccountToken:  &no,
-					EnableServiceLinks:            &no,
-					TerminationGracePeriodSeconds: &grace,
-					SecurityContext: &corev1.PodSecurityContext{
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{suite, keeper},
-					Volumes:    volumes,
-				},
+				Spec:       podSpec(5, nil, []corev1.Container{suite, keeper}, volumes),
 			},
 		},
+	}
+}
+
+// podSpec is the pod of every Job Verdict makes: run once, no service account token, no
+// service links, the runtime's default seccomp profile, grace seconds to stop.
+func podSpec(grace int64, inits, containers []corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
+	no := false
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		TerminationGracePeriodSeconds: &grace,
+		SecurityContext: &corev1.PodSecurityContext{
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		InitContainers: inits,
+		Containers:     containers,
+		Volumes:        volumes,
 	}
 }
 
@@ -193,8 +199,6 @@ func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 // from the helper image into a volume, and the image's container runs it from there. A Job, so
 // that one left by a process that died midway goes by its TTL.
 func listJob(o Options, image, p string, policy corev1.PullPolicy) *batchv1.Job {
-	no := false
-	var grace int64
 	var zero int32
 	ttl := int32(60)
 	const bin = "/verdict-bin"
@@ -208,22 +212,13 @@ func listJob(o Options, image, p string, policy corev1.PullPolicy) *batchv1.Job 
 			TTLSecondsAfterFinished: &ttl,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					AutomountServiceAccountToken:  &no,
-					EnableServiceLinks:            &no,
-					TerminationGracePeriodSeconds: &grace,
-					SecurityContext: &corev1.PodSecurityContext{
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					InitContainers: []corev1.Container{{Name: "install", Image: o.HelperImage, ImagePullPolicy: o.PullPolicy,
-						Command: []string{o.HelperCommand, "reports-keeper", "install", bin + "/verdict"}, Resources: keeperResources,
-						SecurityContext: restricted(), VolumeMounts: mount}},
-					Containers: []corev1.Container{{Name: suiteContainer, Image: image, ImagePullPolicy: policy,
+				Spec: podSpec(0, []corev1.Container{{Name: "install", Image: o.HelperImage, ImagePullPolicy: o.PullPolicy,
+					Command: []string{o.HelperCommand, "reports-keeper", "install", bin + "/verdict"}, Resources: keeperResources,
+					SecurityContext: restricted(), VolumeMounts: mount}},
+					[]corev1.Container{{Name: suiteContainer, Image: image, ImagePullPolicy: policy,
 						Command: []string{bin + "/verdict", "reports-keeper", "ls", p}, Resources: keeperResources,
 						SecurityContext: restricted(), VolumeMounts: mount}},
-					Volumes: []corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				},
+					[]corev1.Volume{{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}),
 			},
 		},
 	}

@@ -93,6 +93,8 @@ func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) 
 	id := peerhttp.RunnerID(cfg.Name)
 	engines.RemoveLeftovers(ctx, backend, id, log)
 	r := &vrun.Runner{ID: id, Peer: client, Backend: backend, Clock: domain.SystemClock, Log: log, Slots: cfg.Slots, Resources: res, Lease: cfg.Lease}
+	// Cancels come through a long-poll of their own, within a second; heartbeats bring them too.
+	go client.WatchCancels(ctx, r.Cancel)
 	log.Info("verdict runner started", "server", cfg.Server, "name", cfg.Name, "slots", cfg.Slots, "version", version)
 	r.Run(ctx)
 	log.Info("stopped")

@@ -254,7 +254,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
 	// run.Peer; a queued run wakes their waiting /api/runner/next.
-	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log}
+	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log,
+		Cancelled: cancelledRuns(st)}
 	if a.redis != nil {
 		prefix := o.RedisPrefix
 		if prefix == "" {
@@ -264,6 +265,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 	a.remote = peerhttp.NewServer(remoteDeps)
 	execDeps.Wake = a.remote.Notify
+	execDeps.Stop = func(string) { a.remote.NotifyCancel() }
 	if cfg.Runner == "embedded" {
 		// The embedded runner reaches the control plane in process, through its run.Peer.
 		id := runnerID(cfg.DataDir)
@@ -271,7 +273,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
 		remote := a.remote
 		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
-		execDeps.Stop = a.runner.Cancel
+		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
 	execs := executions.New(execDeps)
 	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,

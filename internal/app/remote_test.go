@@ -283,3 +283,25 @@ func TestRemoteRunnerSurvivesOutage(t *testing.T) {
 		t.Fatalf("stored log differs from what the container wrote:\n--- stored\n%s\n--- written\n%s", logs.str("logs"), wrote)
 	}
 }
+
+// TestRemoteRunnerHearsCancelAtOnce: a `verdict runner` process whose heartbeat comes only every
+// 40 s (a 120 s lease) still ends a cancelled run within seconds: the cancel comes through its
+// cancels long-poll.
+func TestRemoteRunnerHearsCancelAtOnce(t *testing.T) {
+	testenv.DockerHost(t)
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true,
+		env: map[string]string{"VERDICT_RUNNER": "none", "VERDICT_RUNNER_SECRET": runnerSecret}})
+	proc := startRunnerProcess(t, h.srv.URL, "patient-runner", "VERDICT_RUNNER_LEASE=120s")
+	admin := h.signup("cancel-remote@example.com", "Cancel Remote Co")
+	a := bearer(admin.token)
+	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
+	h.waitFor(a, sleeper, time.Minute, func(r resp) bool {
+		return strings.Contains(h.do("GET", "/api/executions/"+sleeper+"/logs", a, nil).str("logs"), "sleeping until stopped")
+	})
+	expect(t, h.do("POST", "/api/executions/"+sleeper+"/cancel", a, nil), 200, "")
+	// Half the heartbeat: only the long-poll can have brought the cancel this soon.
+	r := h.waitFor(a, sleeper, 20*time.Second, final)
+	if r.str("execution", "status") != "CANCELLED" || r.str("execution", "runner") != "remote:patient-runner" {
+		t.Fatalf("cancelled run: %s\nrunner said:\n%s", r.raw, proc.stderr.String())
+	}
+}

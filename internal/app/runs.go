@@ -16,6 +16,7 @@ import (
 	"verdict/internal/identity"
 	"verdict/internal/peerhttp"
 	"verdict/internal/realtime"
+	"verdict/internal/store"
 	"verdict/internal/web"
 
 	"github.com/redis/go-redis/v9"
@@ -165,6 +166,27 @@ var errBadTicket = errors.New("invalid or expired socket ticket")
 func runnerID(dataDir string) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
+}
+
+// cancelledRuns tells the runner routes which of a remote runner's runs a user asked to
+// cancel: the runs' own records, read (the heartbeat is what writes).
+func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
+	return func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
+		var out []string
+		for _, id := range ids {
+			e, err := st.Executions().GetByID(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if e.RunnerID == runnerID && e.CancelRequested {
+				out = append(out, id)
+			}
+		}
+		return out, nil
+	}
 }
 
 // runnerList is the API's list of remote runners: those that called the runner routes in the

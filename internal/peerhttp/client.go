@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,6 +278,66 @@ func (c *Client) next(ctx context.Context, body []byte) (*run.Work, error) {
 		return nil, fmt.Errorf("reading the claimed run: %w", err) // retryable: the answer broke off
 	}
 	return j.work(), nil
+}
+
+// WatchCancels long-polls the server for cancels of the runs this runner holds and calls
+// cancel with each, until ctx ends: a cancel arrives within about a second rather than at the
+// next heartbeat. It waits while the runner holds no run.
+func (c *Client) WatchCancels(ctx context.Context, cancel func(id string)) {
+	wait := c.backoff
+	told := map[string]bool{} // runs cancelled already: they stay held until settled
+	for ctx.Err() == nil {
+		all := c.held()
+		var held []string
+		for _, id := range all {
+			if !told[id] {
+				held = append(held, id)
+			}
+		}
+		for id := range told {
+			if !slices.Contains(all, id) {
+				delete(told, id) // settled
+			}
+		}
+		if len(held) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		var a cancelsAnswer
+		err := c.callJSON(ctx, "", Prefix+"cancels", cancelsBody{Runs: held}, &a)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Debug("asking for cancels failed; the heartbeats still bring them", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, c.maxWait)
+			continue
+		}
+		wait = c.backoff
+		for _, id := range a.Cancelled {
+			told[id] = true
+			cancel(id)
+		}
+	}
+}
+
+// held lists the runs this runner holds and is not settling.
+func (c *Client) held() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []string
+	for id := range c.leases {
+		if !c.ending[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 func (c *Client) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {

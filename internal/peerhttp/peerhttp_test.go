@@ -307,3 +307,57 @@ func TestLostClaimAnswerIsRepeated(t *testing.T) {
 		t.Fatalf("a new claim: %+v %v", w, err)
 	}
 }
+
+// A cancel reaches a remote runner through its cancels long-poll, not at its next heartbeat:
+// at once when asked on this replica (NotifyCancel), within a poll when asked on another.
+func TestCancelsReachTheRunner(t *testing.T) {
+	for _, notify := range []bool{true, false} {
+		peer := &fakePeer{}
+		var mu sync.Mutex
+		cancelled := map[string]bool{}
+		s := NewServer(ServerDeps{Secret: secret, Peer: func(string) run.Peer { return peer }, Log: quiet,
+			Wait: 5 * time.Second, Poll: 200 * time.Millisecond,
+			Cancelled: func(_ context.Context, runnerID string, ids []string) ([]string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				var out []string
+				for _, id := range ids {
+					if cancelled[id] && runnerID == "remote:box" {
+						out = append(out, id)
+					}
+				}
+				return out, nil
+			}})
+		srv := httptest.NewServer(s)
+		c := newClient(t, srv.URL)
+		ctx, stop := context.WithCancel(context.Background())
+		if w, err := c.Next(ctx, time.Minute); err != nil || w == nil {
+			t.Fatalf("next: %v %v", w, err)
+		}
+		heard := make(chan string, 4)
+		go c.WatchCancels(ctx, func(id string) { heard <- id })
+		time.Sleep(300 * time.Millisecond) // the long-poll is waiting
+		mu.Lock()
+		cancelled["r1"] = true
+		mu.Unlock()
+		if notify {
+			s.NotifyCancel()
+		}
+		select {
+		case id := <-heard:
+			if id != "r1" {
+				t.Fatalf("cancel of %q", id)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("notify=%v: the cancel did not reach the runner", notify)
+		}
+		// Told once: the run stays held until settled, and is not cancelled again.
+		select {
+		case id := <-heard:
+			t.Fatalf("cancel of %q told twice", id)
+		case <-time.After(700 * time.Millisecond):
+		}
+		stop()
+		srv.Close()
+	}
+}

@@ -32,6 +32,9 @@ type ServerDeps struct {
 	Poll time.Duration
 	// Registry keeps the runners heard from [this replica's memory].
 	Registry Registry
+	// Cancelled tells which of ids, runs held by runner runnerID, a user asked to cancel; nil:
+	// runners hear of cancels only from their heartbeats.
+	Cancelled func(ctx context.Context, runnerID string, ids []string) ([]string, error)
 }
 
 // Server serves the runner routes and remembers, in memory, the runners that called them.
@@ -45,13 +48,16 @@ type Server struct {
 	poll   time.Duration
 	mux    *http.ServeMux
 
-	registry Registry
+	registry  Registry
+	cancelled func(ctx context.Context, runnerID string, ids []string) ([]string, error)
 
 	mu        sync.Mutex
 	peers     map[string]run.Peer  // by runner ID
 	published map[string]published // by runner name: what was last told the registry
 	claims    map[string]claimed   // by runner name and claim: runs handed out lately
 	wake      chan struct{}        // closed by Notify, then replaced
+	// cancelWake is closed by NotifyCancel (then replaced): a cancel was asked on this replica.
+	cancelWake chan struct{}
 }
 
 // claimed is a run handed out for a claim, kept for claimKept so that a runner whose answer
@@ -115,9 +121,11 @@ func NewServer(d ServerDeps) *Server {
 	}
 	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
 		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[string]run.Peer{},
-		published: map[string]published{}, claims: map[string]claimed{}, wake: make(chan struct{})}
+		published: map[string]published{}, claims: map[string]claimed{}, wake: make(chan struct{}),
+		cancelled: d.Cancelled, cancelWake: make(chan struct{})}
 	s.mux.HandleFunc("POST /api/runner/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("POST /api/runner/next", s.next)
+	s.mux.HandleFunc("POST /api/runner/cancels", s.cancels)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/extend", s.extend)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/started", s.started)
 	s.mux.HandleFunc("POST /api/runner/runs/{id}/log", s.appendLog)
@@ -348,6 +356,64 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 		case <-poll.C:
 		case <-deadline.C:
 			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// NotifyCancel wakes the cancel long-polls at once: a user asked to cancel a run.
+func (s *Server) NotifyCancel() {
+	s.mu.Lock()
+	close(s.cancelWake)
+	s.cancelWake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// maxHeld bounds the runs one cancels request asks about (a runner holds at most 256 slots'
+// worth, plus runs being settled).
+const maxHeld = 1024
+
+// cancels answers, as soon as a user cancels one of them (or after Wait), which of the runs the
+// runner holds were cancelled: a remote runner hears of a cancel within about a second instead
+// of at its next heartbeat. Other replicas' cancels are seen by looking every Poll.
+func (s *Server) cancels(w http.ResponseWriter, r *http.Request) {
+	var b cancelsBody
+	if !decode(w, r, &b) {
+		return
+	}
+	if len(b.Runs) > maxHeld {
+		writeError(w, http.StatusBadRequest, "Validation error", fmt.Sprintf("runs: at most %d", maxHeld))
+		return
+	}
+	c := callerOf(r)
+	ctx := r.Context()
+	deadline := time.NewTimer(s.wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(s.poll)
+	defer poll.Stop()
+	for {
+		s.mu.Lock()
+		wake := s.cancelWake
+		s.mu.Unlock()
+		var ids []string
+		if s.cancelled != nil && len(b.Runs) > 0 {
+			var err error
+			if ids, err = s.cancelled(ctx, RunnerID(c.name), b.Runs); err != nil {
+				s.fail(w, r, err, "Failed to read cancels")
+				return
+			}
+		}
+		if len(ids) > 0 {
+			writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: ids})
+			return
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-deadline.C:
+			writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: []string{}})
 			return
 		case <-ctx.Done():
 			return

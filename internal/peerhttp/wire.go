@@ -50,6 +50,15 @@ type nextBody struct {
 	Claim        string `json:"claim,omitempty"`
 }
 
+// cancelsBody lists the runs a runner holds, asking which of them a user cancelled.
+type cancelsBody struct {
+	Runs []string `json:"runs"`
+}
+
+type cancelsAnswer struct {
+	Cancelled []string `json:"cancelled"`
+}
+
 type extendAnswer struct {
 	Cancelled bool `json:"cancelled"`
 }

@@ -193,8 +193,15 @@ func TestRemoteRunner(t *testing.T) {
 	// A runner killed mid-run: its run ends ERROR once the lease lapses.
 	slow := h.queue(a, map[string]any{"image": slowImage, "taskId": "remote-lost", "envVars": map[string]any{"LINES": "600", "INTERVAL_MS": "100"}})
 	h.waitFor(a, slow, 60*time.Second, func(r resp) bool { return r.str("execution", "status") == "RUNNING" })
-	if busy := h.do("GET", "/api/runners", a, nil).get("data", "runners"); busy.([]any)[0].(map[string]any)["busy"] != 1.0 {
-		t.Fatalf("busy runner: %v", busy)
+	// The list follows the runner's calls: busy within a moment of the claim.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		busy := h.do("GET", "/api/runners", a, nil).get("data", "runners")
+		if busy.([]any)[0].(map[string]any)["busy"] == 1.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("busy runner: %v", busy)
+		}
 	}
 	cut.dead.Store(true)
 	kill()

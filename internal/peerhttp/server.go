@@ -155,8 +155,10 @@ type ctxKey struct{}
 
 // caller is the runner a request comes from.
 type caller struct {
-	name string
-	peer run.Peer
+	name     string
+	peer     run.Peer
+	runner   Runner // as its request describes it
+	instance string
 }
 
 func callerOf(r *http.Request) caller { return r.Context().Value(ctxKey{}).(caller) }
@@ -211,8 +213,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A runner asking for its name or for work is refused while another process holds the
 	// name; the other routes only carry on runs it already has.
 	claiming := r.URL.Path == Prefix+"hello" || r.URL.Path == Prefix+"next"
-	if s.hear(r.Context(), Runner{ID: RunnerID(name), Name: name, Backend: backend, Slots: slots, Busy: busy,
-		LastSeenAt: s.clock()}, instance, claiming) && claiming {
+	rn := Runner{ID: RunnerID(name), Name: name, Backend: backend, Slots: slots, Busy: busy, LastSeenAt: s.clock()}
+	if s.hear(r.Context(), rn, instance, claiming) && claiming {
 		writeError(w, http.StatusConflict, nameInUse,
 			"Another runner process named "+name+" is connected; give every runner its own VERDICT_RUNNER_NAME "+
 				"(a runner restarted under its old name waits until the old process has been silent for "+nameHeldFor.String()+")")
@@ -226,7 +228,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.peers[id] = p
 	}
 	s.mu.Unlock()
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{name: name, peer: p})))
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{name: name, peer: p, runner: rn, instance: instance})))
 }
 
 // hear tells the registry of a runner's call: always when it is claiming (the name must be
@@ -347,6 +349,10 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 			if b.Claim != "" {
 				s.keepClaim(key, work)
 			}
+			// The runner holds one more run from now, before its next call says so.
+			rn := c.runner
+			rn.Busy++
+			s.hear(ctx, rn, c.instance, true)
 			w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
 			writeJSON(w, http.StatusOK, workToJSON(work))
 			return

@@ -118,3 +118,32 @@ func TestCopyStampedPassesAShortLineAtOnce(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// FuzzCopyStamped: whatever the stream holds, the copy never panics, never writes more than it
+// read, and passes every byte of a stream without timestamps as it is.
+func FuzzCopyStamped(f *testing.F) {
+	f.Add(stamped(0) + stamped(1))
+	f.Add("no stamp\n" + stamped(2) + "2026-13-99T99:99:99Z bad\n")
+	f.Add(strings.Repeat("y", 40<<10) + " tail")
+	f.Fuzz(func(t *testing.T, in string) {
+		var out strings.Builder
+		var last time.Time
+		_ = copyStamped(&out, strings.NewReader(in), &last)
+		if out.Len() > len(in) {
+			t.Fatalf("wrote %d bytes of %d", out.Len(), len(in))
+		}
+		if !hasStamp(in) && out.String() != in {
+			t.Fatalf("a stream without timestamps changed: %q -> %q", in, out.String())
+		}
+	})
+}
+
+// hasStamp tells whether some word of in could be read as a line's timestamp.
+func hasStamp(in string) bool {
+	for _, w := range strings.FieldsFunc(in, func(r rune) bool { return r == ' ' || r == '\n' }) {
+		if _, err := time.Parse(time.RFC3339Nano, w); err == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -687,12 +687,13 @@ func keys(m map[string]string) []string {
 // runsRules are the Role's rules, "group/resource" to verbs: exactly the calls of the
 // Kubernetes backend (internal/run/kubernetes).
 var runsRules = map[string][]string{
-	"batch/jobs": {"create", "delete", "get", "list"},
-	"/secrets":   {"create", "delete", "update"},
-	"/pods":      {"deletecollection", "list", "watch"},
-	"/pods/log":  {"get"},
-	"/pods/exec": {"create", "get"}, // WebSocket exec over GET, SPDY over POST
-	"/events":    {"list"},
+	"batch/jobs":                        {"create", "delete", "get", "list"},
+	"/secrets":                          {"create", "delete", "update"},
+	"/pods":                             {"deletecollection", "list", "watch"},
+	"/pods/log":                         {"get"},
+	"/pods/exec":                        {"create", "get"}, // WebSocket exec over GET, SPDY over POST
+	"/events":                           {"list"},
+	"networking.k8s.io/networkpolicies": {"create", "get", "update"},
 }
 
 // checkRunsRBAC asserts the Role <fullname>-runs and its RoleBinding in namespace ns: exactly

@@ -77,6 +77,13 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 		t.Fatalf("tests-structure: %s", ts.raw)
 	}
 
+	// The runner installed the policy that keeps runs apart and off the metadata service.
+	np, err := k.Client.NetworkingV1().NetworkPolicies(k.Namespace).Get(context.Background(), "verdict-runs", metav1.GetOptions{})
+	if err != nil || len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 1 || len(np.Spec.Egress[0].To) == 0 ||
+		strings.Join(np.Spec.Egress[0].To[0].IPBlock.Except, ",") != "169.254.0.0/16" {
+		t.Fatalf("runs' NetworkPolicy: %+v %v", np, err)
+	}
+
 	// Every run removed its Job; the Secrets went with them.
 	waitNothingLeft(t, k)
 }

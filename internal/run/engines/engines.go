@@ -34,7 +34,7 @@ func Open(e config.Engine, d Docker, res run.Resources, log *slog.Logger) (run.B
 	case "kubernetes":
 		b, err := kubernetes.New(e.Kubeconfig, kubernetes.Options{Namespace: e.K8sNamespace,
 			HelperImage: e.K8sHelperImage, PullPolicy: corev1.PullPolicy(e.K8sPullPolicy),
-			StartTimeout: e.K8sStartTimeout, DefaultResources: res, Log: log})
+			StartTimeout: e.K8sStartTimeout, DefaultResources: res, BlockedNets: d.BlockedNets, Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes: %w", err)
 		}
@@ -62,7 +62,8 @@ func Name(b run.Backend) string {
 	return "docker"
 }
 
-// Prepare readies what runs need before the first starts (Docker: the run network).
+// Prepare readies what runs need before the first starts: Docker's run network, Kubernetes'
+// NetworkPolicy.
 func Prepare(ctx context.Context, b run.Backend) error {
 	if p, ok := b.(interface{ EnsureNetwork(context.Context) error }); ok {
 		return p.EnsureNetwork(ctx)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -241,5 +242,39 @@ func TestListDir(t *testing.T) {
 	}
 	if _, err := b.ListDir(ctx, "verdict-examples/absent:1", "/app/tests", false); !errors.Is(err, run.ErrImageNotFound) {
 		t.Fatalf("ListDir of an absent image: %v", err)
+	}
+}
+
+// EnsureNetwork installs the NetworkPolicy that keeps runs apart (no ingress to a run's pod)
+// and away from the blocked destinations, as the real API server validates and stores it, and
+// brings it up to date when the blocked list changes.
+func TestRunsNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	ctx := ctxFor(t, time.Minute)
+	blocked := []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fd00:ec2::254/128")}
+	b := newBackend(t, k, kubernetes.Options{BlockedNets: blocked})
+	if err := b.EnsureNetwork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	np, err := k.Client.NetworkingV1().NetworkPolicies(k.Namespace).Get(ctx, "verdict-runs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := np.Spec
+	if sp.PodSelector.MatchLabels["app.kubernetes.io/managed-by"] != "verdict" || len(sp.PolicyTypes) != 2 || len(sp.Ingress) != 0 ||
+		len(sp.Egress) != 1 || len(sp.Egress[0].To) != 2 ||
+		sp.Egress[0].To[0].IPBlock.CIDR != "0.0.0.0/0" || strings.Join(sp.Egress[0].To[0].IPBlock.Except, ",") != "169.254.0.0/16" ||
+		sp.Egress[0].To[1].IPBlock.CIDR != "::/0" || strings.Join(sp.Egress[0].To[1].IPBlock.Except, ",") != "fd00:ec2::254/128" {
+		t.Fatalf("policy: %+v", sp)
+	}
+	// Nothing blocked: egress anywhere, ingress still none.
+	open := newBackend(t, k, kubernetes.Options{})
+	if err := open.EnsureNetwork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	np, err = k.Client.NetworkingV1().NetworkPolicies(k.Namespace).Get(ctx, "verdict-runs", metav1.GetOptions{})
+	if err != nil || len(np.Spec.Egress) != 1 || len(np.Spec.Egress[0].To) != 0 || len(np.Spec.Ingress) != 0 {
+		t.Fatalf("policy without blocked destinations: %+v %v", np.Spec, err)
 	}
 }

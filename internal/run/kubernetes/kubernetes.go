@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -46,7 +47,9 @@ type Options struct {
 	// autoscaler may add a node meanwhile) before the run ends ERROR with the reason [2m].
 	StartTimeout     time.Duration
 	DefaultResources run.Resources
-	Log              *slog.Logger
+	// BlockedNets are destinations no run may reach, kept out by the runs' NetworkPolicy.
+	BlockedNets []netip.Prefix
+	Log         *slog.Logger
 }
 
 // Backend runs suites as Jobs through the Kubernetes API.

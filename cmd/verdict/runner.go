@@ -72,9 +72,8 @@ func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	res := vrun.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
-	backend, err := engines.Open(cfg.Engine, engines.Docker{Host: cfg.DockerHost, Network: cfg.RunNetwork,
-		BlockedNets: cfg.BlockedNets, DiskMB: cfg.RunDiskMB}, res, log)
+	res := engines.Resources(cfg.Engine)
+	backend, err := engines.Open(cfg.Engine, log)
 	if err != nil {
 		return err
 	}

@@ -227,9 +227,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	a.metrics = metrics.New(o.Version, metrics.Sources{Runs: st.Executions().ActiveCounts,
 		MailBacklog: st.Outbox().Backlog, Connections: hub.Connections}, log)
 
-	res := run.Resources{MemoryBytes: int64(cfg.RunMemoryMB) << 20, NanoCPUs: int64(cfg.RunCPUs * 1e9), PidsLimit: int64(cfg.RunPids)}
-	backend, err := engines.Open(cfg.Engine, engines.Docker{Host: cfg.DockerHost, Network: cfg.RunNetwork,
-		BlockedNets: cfg.BlockedNets, DiskMB: cfg.RunDiskMB}, res, log)
+	res := engines.Resources(cfg.Engine)
+	backend, err := engines.Open(cfg.Engine, log)
 	if err != nil {
 		return nil, err
 	}

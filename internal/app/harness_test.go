@@ -196,6 +196,19 @@ type auth struct{ token, key string }
 func bearer(tok string) auth { return auth{token: tok} }
 func apiKey(k string) auth   { return auth{key: k} }
 
+// sign sets a's credential on req, and the extra header name/value pairs hdr.
+func (a auth) sign(req *http.Request, hdr ...string) {
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	if a.key != "" {
+		req.Header.Set("X-Api-Key", a.key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+}
+
 var anon = auth{}
 
 func (h *harness) do(method, path string, a auth, body any, hdr ...string) resp {
@@ -218,15 +231,7 @@ func (h *harness) do(method, path string, a auth, body any, hdr ...string) resp 
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	if a.key != "" {
-		req.Header.Set("X-Api-Key", a.key)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
+	a.sign(req, hdr...)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)

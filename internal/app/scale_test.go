@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -23,25 +22,8 @@ import (
 type runnerProcess struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *syncBuffer
 	exited chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startRunnerProcess starts the built binary as `verdict runner --server url`, named name, with
@@ -53,7 +35,7 @@ func startRunnerProcess(t *testing.T, url, name string, env ...string) *runnerPr
 	cmd.Env = append(os.Environ(), "VERDICT_RUNNER_SECRET="+runnerSecret, "VERDICT_RUNNER_NAME="+name,
 		"VERDICT_RUNNER_SLOTS=2", "DOCKER_HOST="+testenv.DockerHost(t), "VERDICT_LOG_LEVEL=info")
 	cmd.Env = append(cmd.Env, env...)
-	p := &runnerProcess{name: name, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &runnerProcess{name: name, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

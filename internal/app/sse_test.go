@@ -31,15 +31,7 @@ func (h *harness) openSSE(ctx context.Context, path string, a auth, hdr ...strin
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	if a.key != "" {
-		req.Header.Set("X-Api-Key", a.key)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
+	a.sign(req, hdr...)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)

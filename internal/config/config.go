@@ -62,20 +62,9 @@ type Config struct {
 	RunnerSlots int    `env:"VERDICT_RUNNER_SLOTS" envDefault:"2"`
 	// RunnerSecret is the bearer secret remote runners (`verdict runner`) present on
 	// /api/runner/*; empty: those routes answer 404 and no remote runner is served.
-	RunnerSecret   string  `env:"VERDICT_RUNNER_SECRET"`
-	DockerHost     string  `env:"DOCKER_HOST"`
-	RunMemoryMB    int     `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
-	RunCPUs        float64 `env:"VERDICT_RUN_CPUS" envDefault:"2"`
-	RunPids        int     `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
-	DefaultImage   string  `env:"VERDICT_DEFAULT_IMAGE"`
-	DefaultBaseURL string  `env:"VERDICT_DEFAULT_BASE_URL"`
-	// RunDiskMB bounds a run container's writable layer; 0 means no bound.
-	RunDiskMB int `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
-	// RunNetwork is the engine network every run container joins, created by Verdict with
-	// container-to-container traffic off so runs cannot reach each other.
-	RunNetwork string `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
-	// RunBlockedCIDRs are destinations no run may reach (cloud metadata by default).
-	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+	RunnerSecret   string `env:"VERDICT_RUNNER_SECRET"`
+	DefaultImage   string `env:"VERDICT_DEFAULT_IMAGE"`
+	DefaultBaseURL string `env:"VERDICT_DEFAULT_BASE_URL"`
 	Engine
 	// AllowedImages are the image patterns any run may use; empty allows every image.
 	AllowedImages []string `env:"VERDICT_ALLOWED_IMAGES" envSeparator:","`
@@ -117,11 +106,10 @@ type Config struct {
 	MondayAPIVersion string `env:"MONDAY_API_VERSION" envDefault:"2026-07"`
 
 	// Derived by Load.
-	Proxies     []netip.Prefix           `env:"-"`
-	EncKey      []byte                   `env:"-"`
-	BlockedNets []netip.Prefix           `env:"-"` // RunBlockedCIDRs parsed
-	Timeouts    map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
-	Limits      map[string]RateLimit     `env:"-"` // RateLimits parsed, by bucket name
+	Proxies  []netip.Prefix           `env:"-"`
+	EncKey   []byte                   `env:"-"`
+	Timeouts map[string]time.Duration `env:"-"` // PlanTimeouts parsed, by plan name
+	Limits   map[string]RateLimit     `env:"-"` // RateLimits parsed, by bucket name
 }
 
 // bucketName is the shape of an S3 bucket's name that every store accepts: 3 to 63 lower-case
@@ -294,26 +282,6 @@ func (c *Config) finish() error {
 	if c.RunnerSecret != "" && len(c.RunnerSecret) < minRunnerSecret {
 		bad("VERDICT_RUNNER_SECRET", "want at least %d characters", minRunnerSecret)
 	}
-	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
-		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
-	}
-	if c.RunDiskMB < 0 {
-		bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")
-	}
-	if c.RunNetwork == "" || len(c.RunNetwork) > 15 || strings.ContainsAny(c.RunNetwork, " /:") {
-		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", c.RunNetwork)
-	}
-	for _, p := range c.RunBlockedCIDRs {
-		if p = strings.TrimSpace(p); p == "" || p == "none" {
-			continue
-		}
-		pre, err := netip.ParsePrefix(p)
-		if err != nil {
-			bad("VERDICT_RUN_BLOCKED_CIDRS", "%q is not a CIDR", p)
-			continue
-		}
-		c.BlockedNets = append(c.BlockedNets, pre.Masked())
-	}
 	var images []string
 	for _, p := range c.AllowedImages {
 		if p = strings.TrimSpace(p); p != "" {
@@ -453,23 +421,27 @@ type RunnerConfig struct {
 	Lease     time.Duration `env:"VERDICT_RUNNER_LEASE" envDefault:"30s"`
 	LogLevel  string        `env:"VERDICT_LOG_LEVEL" envDefault:"info"`
 	LogFormat string        `env:"VERDICT_LOG_FORMAT" envDefault:"text"`
-
-	DockerHost      string   `env:"DOCKER_HOST"`
-	RunMemoryMB     int      `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
-	RunCPUs         float64  `env:"VERDICT_RUN_CPUS" envDefault:"2"`
-	RunPids         int      `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
-	RunDiskMB       int      `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
-	RunNetwork      string   `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
-	RunBlockedCIDRs []string `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
 	Engine
-
-	BlockedNets []netip.Prefix `env:"-"` // RunBlockedCIDRs parsed
 }
 
-// Engine says where runs' containers go: the Docker engine (DOCKER_HOST) or, with
-// VERDICT_BACKEND=kubernetes, a Job per run in a Kubernetes namespace.
+// Engine says where and how runs' containers go, for the embedded runner and `verdict runner`
+// alike: the Docker engine (DOCKER_HOST) or, with VERDICT_BACKEND=kubernetes, a Job per run in
+// a Kubernetes namespace, with the same limits.
 type Engine struct {
-	Backend string `env:"VERDICT_BACKEND" envDefault:"docker"`
+	Backend     string  `env:"VERDICT_BACKEND" envDefault:"docker"`
+	DockerHost  string  `env:"DOCKER_HOST"`
+	RunMemoryMB int     `env:"VERDICT_RUN_MEMORY_MB" envDefault:"2048"`
+	RunCPUs     float64 `env:"VERDICT_RUN_CPUS" envDefault:"2"`
+	RunPids     int     `env:"VERDICT_RUN_PIDS" envDefault:"1024"`
+	// RunDiskMB bounds a run container's writable layer; 0 means no bound.
+	RunDiskMB int `env:"VERDICT_RUN_DISK_MB" envDefault:"10240"`
+	// RunNetwork is the engine network every run container joins, created by Verdict with
+	// container-to-container traffic off so runs cannot reach each other.
+	RunNetwork string `env:"VERDICT_RUN_NETWORK" envDefault:"verdict-runs"`
+	// RunBlockedCIDRs are destinations no run may reach (cloud metadata by default).
+	RunBlockedCIDRs []string       `env:"VERDICT_RUN_BLOCKED_CIDRS" envSeparator:"," envDefault:"169.254.0.0/16"`
+	BlockedNets     []netip.Prefix `env:"-"` // RunBlockedCIDRs parsed; empty (not nil) for none
+
 	// Kubeconfig is the cluster's kubeconfig file(s), as kubectl reads KUBECONFIG; empty: the
 	// in-cluster configuration of the pod Verdict runs in.
 	Kubeconfig   string `env:"KUBECONFIG"`
@@ -484,8 +456,29 @@ type Engine struct {
 // dnsLabel is what a Kubernetes namespace name may be.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
-// check reports what is wrong with the engine settings through bad.
+// check reports what is wrong with the engine settings through bad, and parses BlockedNets.
 func (e *Engine) check(bad func(name, format string, args ...any)) {
+	if e.RunMemoryMB < 64 || e.RunCPUs <= 0 || e.RunPids < 16 {
+		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
+	}
+	if e.RunDiskMB < 0 {
+		bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")
+	}
+	if e.RunNetwork == "" || len(e.RunNetwork) > 15 || strings.ContainsAny(e.RunNetwork, " /:") {
+		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", e.RunNetwork)
+	}
+	e.BlockedNets = []netip.Prefix{}
+	for _, p := range e.RunBlockedCIDRs {
+		if p = strings.TrimSpace(p); p == "" || p == "none" {
+			continue
+		}
+		pre, err := netip.ParsePrefix(p)
+		if err != nil {
+			bad("VERDICT_RUN_BLOCKED_CIDRS", "%q is not a CIDR", p)
+			continue
+		}
+		e.BlockedNets = append(e.BlockedNets, pre.Masked())
+	}
 	switch e.Backend {
 	case "docker":
 	case "kubernetes":
@@ -552,28 +545,7 @@ func LoadRunner(environ map[string]string) (*RunnerConfig, error) {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("VERDICT_LOG_FORMAT", "want text or json, got %q", c.LogFormat)
 	}
-	if c.RunMemoryMB < 64 || c.RunCPUs <= 0 || c.RunPids < 16 {
-		bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
-	}
-	if c.RunDiskMB < 0 {
-		bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")
-	}
-	if c.RunNetwork == "" || len(c.RunNetwork) > 15 || strings.ContainsAny(c.RunNetwork, " /:") {
-		bad("VERDICT_RUN_NETWORK", "want a network name of 1 to 15 characters (it also names the bridge), got %q", c.RunNetwork)
-	}
 	c.Engine.check(bad)
-	c.BlockedNets = []netip.Prefix{}
-	for _, p := range c.RunBlockedCIDRs {
-		if p = strings.TrimSpace(p); p == "" || p == "none" {
-			continue
-		}
-		pre, err := netip.ParsePrefix(p)
-		if err != nil {
-			bad("VERDICT_RUN_BLOCKED_CIDRS", "%q is not a CIDR", p)
-			continue
-		}
-		c.BlockedNets = append(c.BlockedNets, pre.Masked())
-	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}

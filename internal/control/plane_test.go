@@ -16,25 +16,32 @@ import (
 	"verdict/internal/testenv"
 )
 
-// The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
-// (one whose variables cannot be unsealed is ended ERROR instead), Upload keeps the report
-// folders of one archive and reads their tests with secrets masked, Done settles the run, and
-// after it the run is no longer this runner's.
-func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
-	ctx := context.Background()
+// openStores opens a migrated SQLite store and a report store in a folder of the test's.
+func openStores(t *testing.T) (*sqlstore.Store, *report.FSStore) {
+	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlstore.Open(ctx, "", dir)
+	st, err := sqlstore.Open(context.Background(), "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
+	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reports, err := report.NewFSStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, reports
+}
+
+// The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
+// (one whose variables cannot be unsealed is ended ERROR instead), Upload keeps the report
+// folders of one archive and reads their tests with secrets masked, Done settles the run, and
+// after it the run is no longer this runner's.
+func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
+	ctx := context.Background()
+	st, reports := openStores(t)
 	box, err := secretbox.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)

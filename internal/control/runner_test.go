@@ -19,7 +19,6 @@ import (
 	"verdict/internal/report"
 	"verdict/internal/run"
 	"verdict/internal/store"
-	"verdict/internal/store/sqlstore"
 )
 
 // appDir and skipBudget are the runner's (package run): where the reports are, and how much
@@ -196,19 +195,7 @@ type runnerFixture struct {
 func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, collectors int) *runnerFixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := sqlstore.Open(ctx, "", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reports, err := report.NewFSStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, reports := openStores(t)
 	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanFree, CreatedAt: time.Now()}
 	if err := st.Organizations().Create(ctx, org); err != nil {
 		t.Fatal(err)

@@ -73,8 +73,14 @@ const claimKept = time.Minute
 
 // published is what the registry was last told of a runner, and when.
 type published struct {
-	state string // instance, backend, slots and busy
+	state runnerState
 	at    time.Time
+}
+
+// runnerState is what of a runner's call is worth telling the registry when it changes.
+type runnerState struct {
+	instance, backend string
+	slots, busy       int
 }
 
 // Runner is a remote runner heard from recently.
@@ -235,7 +241,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // checked), else when its state changed or publishEvery has passed. It reports whether another
 // process holds the name. A registry that fails is logged and does not stop the runner.
 func (s *Server) hear(ctx context.Context, rn Runner, instance string, claiming bool) (taken bool) {
-	state := fmt.Sprintf("%s/%s/%d/%d", instance, rn.Backend, rn.Slots, rn.Busy)
+	state := runnerState{instance: instance, backend: rn.Backend, slots: rn.Slots, busy: rn.Busy}
 	s.mu.Lock()
 	last := s.published[rn.Name]
 	due := claiming || last.state != state || rn.LastSeenAt.Sub(last.at) >= publishEvery
@@ -332,39 +338,52 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
+	var work *run.Work
+	var err error
+	found := s.longPoll(ctx, func() *chan struct{} { return &s.wake }, func() bool {
+		work, err = c.peer.Next(ctx, lease)
+		return err != nil || work != nil
+	})
+	switch {
+	case err != nil:
+		s.fail(w, r, err, "Failed to claim a run")
+	case !found && ctx.Err() == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case found:
+		if b.Claim != "" {
+			s.keepClaim(key, work)
+		}
+		// The runner holds one more run from now, before its next call says so.
+		rn := c.runner
+		rn.Busy++
+		s.hear(ctx, rn, c.instance, true)
+		w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
+		writeJSON(w, http.StatusOK, workToJSON(work))
+	}
+}
+
+// longPoll calls try until it reports done, again each time the channel wake points to is
+// closed (Notify, NotifyCancel) or Poll passes, for at most Wait. It reports whether try was
+// done; false when Wait passed or the request ended.
+func (s *Server) longPoll(ctx context.Context, wake func() *chan struct{}, try func() bool) bool {
 	deadline := time.NewTimer(s.wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(s.poll)
 	defer poll.Stop()
 	for {
 		s.mu.Lock()
-		wake := s.wake
+		woken := *wake()
 		s.mu.Unlock()
-		work, err := c.peer.Next(ctx, lease)
-		if err != nil {
-			s.fail(w, r, err, "Failed to claim a run")
-			return
-		}
-		if work != nil {
-			if b.Claim != "" {
-				s.keepClaim(key, work)
-			}
-			// The runner holds one more run from now, before its next call says so.
-			rn := c.runner
-			rn.Busy++
-			s.hear(ctx, rn, c.instance, true)
-			w.Header().Set("Cache-Control", "no-store") // it holds the run's variables
-			writeJSON(w, http.StatusOK, workToJSON(work))
-			return
+		if try() {
+			return true
 		}
 		select {
-		case <-wake:
+		case <-woken:
 		case <-poll.C:
 		case <-deadline.C:
-			w.WriteHeader(http.StatusNoContent)
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }
@@ -395,35 +414,22 @@ func (s *Server) cancels(w http.ResponseWriter, r *http.Request) {
 	}
 	c := callerOf(r)
 	ctx := r.Context()
-	deadline := time.NewTimer(s.wait)
-	defer deadline.Stop()
-	poll := time.NewTicker(s.poll)
-	defer poll.Stop()
-	for {
-		s.mu.Lock()
-		wake := s.cancelWake
-		s.mu.Unlock()
-		var ids []string
+	var ids []string
+	var err error
+	s.longPoll(ctx, func() *chan struct{} { return &s.cancelWake }, func() bool {
 		if s.cancelled != nil && len(b.Runs) > 0 {
-			var err error
-			if ids, err = s.cancelled(ctx, RunnerID(c.name), b.Runs); err != nil {
-				s.fail(w, r, err, "Failed to read cancels")
-				return
-			}
+			ids, err = s.cancelled(ctx, RunnerID(c.name), b.Runs)
 		}
-		if len(ids) > 0 {
-			writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: ids})
-			return
+		return err != nil || len(ids) > 0
+	})
+	switch {
+	case err != nil:
+		s.fail(w, r, err, "Failed to read cancels")
+	case ctx.Err() == nil:
+		if ids == nil {
+			ids = []string{}
 		}
-		select {
-		case <-wake:
-		case <-poll.C:
-		case <-deadline.C:
-			writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: []string{}})
-			return
-		case <-ctx.Done():
-			return
-		}
+		writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: ids})
 	}
 }
 

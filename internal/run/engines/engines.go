@@ -19,33 +19,30 @@ import (
 	"verdict/internal/run/kubernetes"
 )
 
-// Docker are the Docker backend's settings that config.Engine does not hold.
-type Docker struct {
-	Host        string
-	Network     string
-	BlockedNets []netip.Prefix
-	DiskMB      int
+// Resources are the limits e gives each run's container.
+func Resources(e config.Engine) run.Resources {
+	return run.Resources{MemoryBytes: int64(e.RunMemoryMB) << 20, NanoCPUs: int64(e.RunCPUs * 1e9), PidsLimit: int64(e.RunPids)}
 }
 
 // Open connects the backend e names. A Docker engine or cluster that does not answer yet is not
 // an error: Ping tells, and runs wait in the queue meanwhile.
-func Open(e config.Engine, d Docker, res run.Resources, log *slog.Logger) (run.Backend, error) {
+func Open(e config.Engine, log *slog.Logger) (run.Backend, error) {
 	switch e.Backend {
 	case "kubernetes":
 		b, err := kubernetes.New(e.Kubeconfig, kubernetes.Options{Namespace: e.K8sNamespace,
 			HelperImage: e.K8sHelperImage, PullPolicy: corev1.PullPolicy(e.K8sPullPolicy),
-			StartTimeout: e.K8sStartTimeout, DefaultResources: res, BlockedNets: d.BlockedNets, Log: log})
+			StartTimeout: e.K8sStartTimeout, DefaultResources: Resources(e), BlockedNets: e.BlockedNets, Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes: %w", err)
 		}
 		return b, nil
 	case "docker", "":
-		blocked := d.BlockedNets
+		blocked := e.BlockedNets
 		if blocked == nil {
-			blocked = []netip.Prefix{} // no blocked range; nil would be the backend's default
+			blocked = []netip.Prefix{} // none; nil would be the backend's default
 		}
-		b, err := docker.New(d.Host, docker.Options{DefaultResources: res, Network: d.Network,
-			BlockedNets: blocked, DiskLimitBytes: int64(d.DiskMB) << 20, Log: log})
+		b, err := docker.New(e.DockerHost, docker.Options{DefaultResources: Resources(e), Network: e.RunNetwork,
+			BlockedNets: blocked, DiskLimitBytes: int64(e.RunDiskMB) << 20, Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("docker: %w", err)
 		}

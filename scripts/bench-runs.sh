@@ -13,8 +13,9 @@
 # the sides taking turns going first), LATENCY_RUNS (3: runs per log-latency case),
 # VERDICT_BENCH_DRAIN_RUNS (100), VERDICT_BENCH_SAMPLES (8: runs per side for the first log).
 # drain-pg needs PostgreSQL (VERDICT_TEST_POSTGRES, which scripts/services.sh sets). The SQLite
-# drain also drains `docker run --rm` with a run's confinement (network, init, limits): the
-# ratio to plain docker shows what the confinement itself costs the engine.
+# drain also drains `docker run --rm` with a run's confinement (init, limits, the run network with
+# a namespace per container, as before network sandboxes): the ratio to plain docker shows what
+# that confinement costs the engine.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -104,7 +105,7 @@ for f in drain drain-pg; do
 	row "  docker run --rm runs/s" "$(metric $f BenchmarkRunDrain docker-runs/s)" ""
 	row "  report copies per run" "$(metric $f BenchmarkRunDrain verdict-copies/run)" "<=" 1 ""
 	if [[ $f == drain ]]; then
-		row "  docker run --rm with a run's confinement, runs/s / plain docker's" "$(metric $f BenchmarkRunDrain confined-ratio)" "x"
+		row "  docker run --rm with a run's limits, own namespace, runs/s / plain's" "$(metric $f BenchmarkRunDrain confined-ratio)" "x"
 		row "  Verdict runs/s / runs/s of that confined pool" "$(metric $f BenchmarkRunDrain throughput-ratio-vs-confined)" "x"
 	fi
 	row "  host CPU per run, Verdict (engine daemons + Verdict)" "$(metric $f BenchmarkRunDrain verdict-host-cpu-ms/run)" ms

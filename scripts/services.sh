@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the real services the tests use are installed and running on this Debian machine:
 # the Docker engine, PostgreSQL, Redis, stripe-mock, MinIO (S3-compatible object storage for the
-# report store) and Chromium (for the browser tests). Idempotent: a service that already answers is reused,
+# report store), Chromium (for the browser tests) and qemu-user (to run machine code of another
+# architecture). Idempotent: a service that already answers is reused,
 # whoever started it. Missing software is installed from Debian packages with apt-get.
 #
 # Progress goes to stderr; stdout carries only `export NAME=value` lines, so callers can do
@@ -228,6 +229,14 @@ ensure_net_tools() {
 	command -v ip >/dev/null && command -v iptables >/dev/null || die "ip and iptables are needed (iproute2, iptables)"
 }
 
+# The docker backend's sandbox program is machine code for x86_64 and aarch64: its test runs the
+# one of the other architecture under qemu's user-mode emulator.
+ensure_qemu_user() {
+	command -v qemu-aarch64 >/dev/null && command -v qemu-x86_64 >/dev/null && return
+	apt_install qemu-user
+	command -v qemu-aarch64 >/dev/null && command -v qemu-x86_64 >/dev/null || die "qemu-aarch64 and qemu-x86_64 missing after installing qemu-user"
+}
+
 # scripts/image.sh validates compose.yaml with compose's own parser: the compose plugin when
 # the engine has it, else Debian's docker-compose (bookworm has no docker-compose-plugin).
 ensure_compose() {
@@ -239,6 +248,7 @@ ensure_compose() {
 }
 
 ensure_net_tools
+ensure_qemu_user
 ensure_docker
 ensure_compose
 ensure_postgres

@@ -180,6 +180,12 @@ func containerIP(t *testing.T, orgID, taskID string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A run's network is that of the sandbox it joined.
+	if sandbox, ok := strings.CutPrefix(string(res.Container.HostConfig.NetworkMode), "container:"); ok {
+		if res, err = c.ContainerInspect(ctx, sandbox, client.ContainerInspectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, n := range res.Container.NetworkSettings.Networks {
 		if n.IPAddress.IsValid() {
 			return n.IPAddress.String()

@@ -13,7 +13,8 @@ package app_test
 // VERDICT_BENCH_SAMPLES (runs per side in BenchmarkRunFirstLog, default 8),
 // VERDICT_BENCH_DRAIN_RUNS (runs per side in BenchmarkRunDrain, default 100),
 // VERDICT_BENCH_DRAIN_CONFINED=1 (BenchmarkRunDrain also drains `docker run --rm` with the
-// settings of a run's container: what confinement costs, apart from the runner).
+// limits of a run's container, each on the run network with a namespace of its own: what
+// confinement costs the engine without Verdict's reused network sandboxes).
 //
 // Benchmarks: BenchmarkRunFirstLog (POST → first log line at a Socket.IO client),
 // BenchmarkRunLogLatency (a printed line → the client), BenchmarkRunDrain (100 queued runs, 4
@@ -66,7 +67,8 @@ import (
 const dockerCLI = "/usr/local/bin/docker"
 
 // confinedRunFlags give a `docker run` container what the docker backend gives a run's container
-// by default: its hostConfig and the run network, with the CPU quota cut to the engine's CPUs.
+// by default (its hostConfig, with the CPU quota cut to the engine's CPUs) on the run network,
+// but in a network namespace of its own where a run joins a reused sandbox.
 func confinedRunFlags(b *testing.B) []string {
 	b.Helper()
 	out, err := exec.Command(dockerCLI, "info", "--format", "{{.NCPU}}").Output()
@@ -447,7 +449,8 @@ func BenchmarkRunDrain(b *testing.B) {
 	}
 	// The confined side (VERDICT_BENCH_DRAIN_CONFINED=1) is the same pool with the settings the
 	// docker backend gives a run's container (hostConfig in internal/run/docker; keep in step),
-	// so that what the runner costs shows apart from what confinement costs the engine.
+	// each container in a namespace of its own on the run network: what confinement costs the
+	// engine without the backend's network sandboxes.
 	var cTotals []float64
 	var cPhases phaseSet
 	sides := []func(){verdictSide, dockerSide}

@@ -58,7 +58,7 @@ func startRunnerProcess(t *testing.T, url, name string, env ...string) *runnerPr
 }
 
 // removeRunnerContainers removes the containers runner id left on the test engine (a killed
-// runner's run goes on in its container until someone removes it).
+// runner's run goes on in its container until someone removes it) and its network sandboxes.
 func removeRunnerContainers(t *testing.T, id string) {
 	b, err := docker.New("", docker.Options{})
 	if err != nil {
@@ -68,13 +68,15 @@ func removeRunnerContainers(t *testing.T, id string) {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := b.List(ctx, map[string]string{run.LabelManaged: "true", run.LabelRunner: id})
-	if err != nil {
-		t.Log(err)
-		return
-	}
-	for _, c := range cs {
-		_ = b.Remove(ctx, c.ID)
+	for _, label := range []string{run.LabelManaged, docker.LabelSandbox} {
+		cs, err := b.List(ctx, map[string]string{label: "true", run.LabelRunner: id})
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		for _, c := range cs {
+			_ = b.Remove(ctx, c.ID)
+		}
 	}
 }
 

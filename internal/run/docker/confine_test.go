@@ -72,24 +72,26 @@ func TestRunNetwork(t *testing.T) {
 		}
 	}
 
-	// A network removed behind Verdict's back is made again by the next start.
+	// A network removed behind Verdict's back (with the sandbox on it) is made again by the
+	// next start.
 	id := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
+	sb := sandboxOf(t, raw, inspect(t, raw, id))
 	if _, err := b.Wait(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Remove(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	if out, err := exec.Command("docker", "rm", "-f", sb.ID).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	if out, err := exec.Command("docker", "network", "rm", name).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	id = start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
-	res, err := raw.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := res.Container.NetworkSettings.Networks[name]; !ok {
-		t.Fatalf("the container is on %v", res.Container.NetworkSettings.Networks)
+	sb = sandboxOf(t, raw, inspect(t, raw, id))
+	if _, ok := sb.NetworkSettings.Networks[name]; !ok {
+		t.Fatalf("the run's sandbox is on %v", sb.NetworkSettings.Networks)
 	}
 }
 

@@ -66,6 +66,11 @@ type Options struct {
 	// (docker-init) is PID 1, so suites that spawn browsers have their zombies reaped and
 	// SIGTERM reaches them on Stop.
 	DisableInit bool
+	// NetworkPerRun gives each run container a network namespace of its own on the run
+	// network, set up by the engine for it, instead of a reused sandbox (sandbox.go): a short
+	// run then costs the engine about twice as much. Runs have their own namespace anyway on
+	// an engine architecture other than x86_64 and aarch64.
+	NetworkPerRun bool
 }
 
 // Backend runs containers on one Docker engine. It is safe for concurrent use.
@@ -73,14 +78,37 @@ type Backend struct {
 	cli  *client.Client
 	opts Options
 
-	ncpuOnce sync.Once
-	ncpu     int64 // the engine's CPU count, 0 if unknown
+	infoMu    sync.Mutex
+	info      engineInfo
+	infoKnown bool
 
 	netMu    sync.Mutex
 	netReady bool         // EnsureNetwork succeeded
 	quota    atomic.Int32 // quotaUnknown, quotaSupported or quotaUnsupported
 
-	exits exitWatch // die events, for Wait (exits.go)
+	exits     exitWatch   // die events, for Wait (exits.go)
+	sandboxes sandboxPool // the network namespaces runs join (sandbox.go)
+}
+
+// engineInfo is what a Backend needs to know of its engine.
+type engineInfo struct {
+	ncpu int64  // CPU count
+	arch string // as the engine names it: x86_64, aarch64...
+}
+
+// engine returns the engine's info, asking it until it answers (the zero value meanwhile).
+func (b *Backend) engine(ctx context.Context) engineInfo {
+	b.infoMu.Lock()
+	defer b.infoMu.Unlock()
+	if !b.infoKnown {
+		// Detached from ctx: a cancelled caller must not leave it unknown for the others.
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if res, err := b.cli.Info(ictx, client.InfoOptions{}); err == nil {
+			b.info, b.infoKnown = engineInfo{ncpu: int64(res.Info.NCPU), arch: res.Info.Architecture}, true
+		}
+	}
+	return b.info
 }
 
 func (b *Backend) log() *slog.Logger {
@@ -125,12 +153,15 @@ func New(host string, opts Options) (*Backend, error) {
 	if opts.DefaultResources.PidsLimit <= 0 {
 		opts.DefaultResources.PidsLimit = DefaultPidsLimit
 	}
-	return &Backend{cli: cli, opts: opts}, nil
+	b := &Backend{cli: cli, opts: opts}
+	b.sandboxes.used = map[string]*sandbox{}
+	return b, nil
 }
 
-// Close releases the client's connections.
+// Close removes the network sandboxes and releases the client's connections.
 func (b *Backend) Close() error {
 	b.exits.stop()
+	b.closeSandboxes()
 	return b.cli.Close()
 }
 
@@ -184,16 +215,8 @@ func (b *Backend) resources(ctx context.Context, r run.Resources) run.Resources 
 	if r.PidsLimit <= 0 {
 		r.PidsLimit = d.PidsLimit
 	}
-	b.ncpuOnce.Do(func() {
-		// Detached from ctx: a cancelled first caller must not leave the count unknown for good.
-		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if info, err := b.cli.Info(ictx, client.InfoOptions{}); err == nil {
-			b.ncpu = int64(info.Info.NCPU)
-		}
-	})
-	if b.ncpu > 0 && r.NanoCPUs > b.ncpu*1e9 {
-		r.NanoCPUs = b.ncpu * 1e9
+	if ncpu := b.engine(ctx).ncpu; ncpu > 0 && r.NanoCPUs > ncpu*1e9 {
+		r.NanoCPUs = ncpu * 1e9
 	}
 	return r
 }
@@ -243,10 +266,6 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 		env = append(env, k+"="+spec.Env[k])
 	}
 
-	hc := b.hostConfig(b.resources(ctx, spec.Resources))
-	if spec.HostGateway {
-		hc.ExtraHosts = []string{"host.docker.internal:host-gateway"}
-	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	opts := client.ContainerCreateOptions{
@@ -258,7 +277,33 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 			Env:        env,
 			Labels:     spec.Labels, // the runner's; Verdict's reconciler finds its containers by them
 		},
-		HostConfig: hc,
+		HostConfig: b.hostConfig(b.resources(ctx, spec.Resources)),
+	}
+	var id string
+	var err error
+	if b.sandboxed(ctx) {
+		id, err = b.startInSandbox(ctx, cctx, opts, sandboxKey{runner: spec.Labels[run.LabelRunner], hostGateway: spec.HostGateway})
+	} else {
+		id, err = b.startOnNetwork(ctx, cctx, opts, spec.HostGateway)
+	}
+	if err != nil {
+		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
+			return "", fmt.Errorf("%w: create container from %s: %v", run.ErrImageNotFound, spec.Image, err)
+		}
+		return "", fmt.Errorf("start container %s from %s: %w", spec.Name, spec.Image, err)
+	}
+	return id, nil
+}
+
+// hostGateway names the engine's host in a container's /etc/hosts.
+const hostGateway = "host.docker.internal:host-gateway"
+
+// startOnNetwork creates and starts the run container in a network namespace of its own on the
+// run network.
+func (b *Backend) startOnNetwork(ctx, cctx context.Context, opts client.ContainerCreateOptions, withHost bool) (string, error) {
+	opts.HostConfig.NetworkMode = container.NetworkMode(b.network())
+	if withHost {
+		opts.HostConfig.ExtraHosts = []string{hostGateway}
 	}
 	id, err := b.createAndStart(ctx, cctx, opts)
 	if err != nil && isNetworkMissing(err) {
@@ -269,13 +314,7 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 			id, err = b.createAndStart(ctx, cctx, opts)
 		}
 	}
-	if err != nil {
-		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
-			return "", fmt.Errorf("%w: create container from %s: %v", run.ErrImageNotFound, spec.Image, err)
-		}
-		return "", fmt.Errorf("start container %s from %s: %w", spec.Name, spec.Image, err)
-	}
-	return id, nil
+	return id, err
 }
 
 // createAndStart creates and starts the container with cctx. A container that cannot start, or
@@ -450,11 +489,14 @@ func (b *Backend) Stop(ctx context.Context, id string, grace time.Duration) erro
 }
 
 // Remove removes the container and its anonymous volumes, killing it if it runs. A container
-// that is already gone, or being removed, is not an error.
+// that is already gone, or being removed, is not an error. A run container's sandbox is free for
+// the next run once the container is gone.
 func (b *Backend) Remove(ctx context.Context, id string) error {
 	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	gone := err == nil || cerrdefs.IsNotFound(err)
+	b.releaseSandbox(id, gone)
 	switch {
-	case err == nil, cerrdefs.IsNotFound(err):
+	case gone:
 		return nil
 	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
 		return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"verdict/internal/domain"
@@ -427,8 +428,11 @@ func TestLockedDownByDefault(t *testing.T) {
 		if hc.Memory != tc.mem || hc.NanoCPUs != tc.cpu || hc.PidsLimit == nil || *hc.PidsLimit != tc.pids {
 			t.Errorf("limits: memory %d cpus %d pids %v, want %d %d %d", hc.Memory, hc.NanoCPUs, hc.PidsLimit, tc.mem, tc.cpu, tc.pids)
 		}
-		if len(hc.Binds) != 0 || len(hc.Mounts) != 0 || len(c.Mounts) != 0 {
-			t.Errorf("host mounts: binds %v mounts %v %v", hc.Binds, hc.Mounts, c.Mounts)
+		// The run joins a sandbox on the run network: no host mount but the sandbox's network
+		// files, read-only.
+		sb := sandboxOf(t, raw, c)
+		if want := networkFiles(sb); !slices.Equal(hc.Binds, want) || len(hc.Mounts) != 0 || slices.ContainsFunc(c.Mounts, func(m container.MountPoint) bool { return m.RW }) {
+			t.Errorf("host mounts: binds %v mounts %v %v, want the sandbox's network files read-only: %v", hc.Binds, hc.Mounts, c.Mounts, want)
 		}
 		if hc.ReadonlyRootfs {
 			t.Error("root filesystem is read-only; suites write to /app")
@@ -440,12 +444,12 @@ func TestLockedDownByDefault(t *testing.T) {
 		if lc := hc.LogConfig; lc.Type != "json-file" || lc.Config["max-size"] != "100m" || lc.Config["max-file"] != "2" {
 			t.Errorf("log config %+v, want json-file with max-size 100m and max-file 2", lc)
 		}
-		if _, ok := c.NetworkSettings.Networks[docker.DefaultNetwork]; string(hc.NetworkMode) != docker.DefaultNetwork || !ok || len(c.NetworkSettings.Networks) != 1 {
-			t.Errorf("network mode %q, networks %v: want the run network alone", hc.NetworkMode, slices.Collect(maps.Keys(c.NetworkSettings.Networks)))
+		if _, ok := sb.NetworkSettings.Networks[docker.DefaultNetwork]; string(sb.HostConfig.NetworkMode) != docker.DefaultNetwork || !ok || len(sb.NetworkSettings.Networks) != 1 {
+			t.Errorf("sandbox network mode %q, networks %v: want the run network alone", sb.HostConfig.NetworkMode, slices.Collect(maps.Keys(sb.NetworkSettings.Networks)))
 		}
-		hasGateway := slices.Contains(hc.ExtraHosts, "host.docker.internal:host-gateway")
-		if hasGateway != tc.hostGate {
-			t.Errorf("ExtraHosts %v, host gateway wanted: %v", hc.ExtraHosts, tc.hostGate)
+		hasGateway := slices.Contains(sb.HostConfig.ExtraHosts, "host.docker.internal:host-gateway")
+		if hasGateway != tc.hostGate || len(hc.ExtraHosts) != 0 {
+			t.Errorf("ExtraHosts: run %v, sandbox %v, host gateway wanted: %v", hc.ExtraHosts, sb.HostConfig.ExtraHosts, tc.hostGate)
 		}
 		if c.Config.Labels[labelTest] != "true" || c.Config.Labels[run.LabelOrg] != tc.extraLabel {
 			t.Errorf("labels %v", c.Config.Labels)

@@ -75,13 +75,7 @@ func TestRunNetwork(t *testing.T) {
 	// A network removed behind Verdict's back (with the sandbox on it) is made again by the
 	// next start.
 	id := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
-	sb := sandboxOf(t, raw, inspect(t, raw, id))
-	if _, err := b.Wait(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Remove(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	sb := runToEnd(t, b, raw, id)
 	if out, err := exec.Command("docker", "rm", "-f", sb.ID).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

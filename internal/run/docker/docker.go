@@ -3,10 +3,11 @@
 // version negotiated so that old engines (API 1.40 and up) work.
 //
 // Every container is locked down by default: unprivileged, all capabilities dropped,
-// no-new-privileges, memory, CPU and process limits, no host mounts. Its network is Verdict's
-// run network, a bridge on which containers cannot reach each other nor, by host firewall
-// rules, the blocked destinations (cloud metadata); the engine keeps it away from containers
-// on other networks, and it reaches the host as host.docker.internal. The engine keeps at most
+// no-new-privileges, memory, CPU and process limits, no host mounts (but its network files,
+// read-only). Its network is Verdict's run network, a bridge on which containers cannot reach
+// each other nor, by host firewall rules, the blocked destinations (cloud metadata); the engine
+// keeps it away from containers on other networks, and it reaches the host as
+// host.docker.internal. A run joins the network through a reused sandbox (sandbox.go). The engine keeps at most
 // 200 MB of its output, and with a disk limit its writable layer is bounded (by Wait, which
 // measures it, and by the engine's quota where the storage driver has one). Containers are
 // never auto-removed, because the reports are copied out after the exit; Remove does it.

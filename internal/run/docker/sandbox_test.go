@@ -147,6 +147,20 @@ func waitLine(t *testing.T, b *docker.Backend, id, line string) {
 	t.Fatalf("container %s never printed %q", id, line)
 }
 
+// runToEnd waits for run container id to exit, removes it, and returns the sandbox it was in.
+func runToEnd(t *testing.T, b *docker.Backend, raw *client.Client, id string) container.InspectResponse {
+	t.Helper()
+	sb := sandboxOf(t, raw, inspect(t, raw, id))
+	ctx := ctxFor(t, time.Minute)
+	if _, err := b.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
 // A sandbox removed behind Verdict's back is made again.
 func TestSandboxRemovedBehindVerdictsBack(t *testing.T) {
 	t.Parallel()
@@ -154,13 +168,7 @@ func TestSandboxRemovedBehindVerdictsBack(t *testing.T) {
 	raw := testenv.DockerClient(t)
 	ctx := ctxFor(t, time.Minute)
 	id := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
-	sb := sandboxOf(t, raw, inspect(t, raw, id))
-	if _, err := b.Wait(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Remove(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	sb := runToEnd(t, b, raw, id)
 	if _, err := raw.ContainerRemove(ctx, sb.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,13 +206,7 @@ func TestSandboxLeftoversAndClose(t *testing.T) {
 	}
 	runOnce := func(b *docker.Backend) string {
 		id := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}, Labels: map[string]string{run.LabelRunner: runner}})
-		sb := sandboxOf(t, raw, inspect(t, raw, id))
-		if _, err := b.Wait(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Remove(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+		sb := runToEnd(t, b, raw, id)
 		return sb.ID
 	}
 

@@ -85,12 +85,13 @@ func (b *Backend) sandboxed(ctx context.Context) bool {
 	return ok
 }
 
-// startInSandbox creates and starts the run container in a sandbox. A sandbox found gone (removed
-// behind Verdict's back) is replaced once; a start that fails for any reason drops its sandbox,
-// which a container may have joined.
+// startInSandbox creates and starts the run container in a sandbox. When the sandbox is found
+// gone or stopped (removed behind Verdict's back, or the engine restarted), the run gets a new one
+// (not another idle one, which may be as dead). A start that fails for any reason drops its
+// sandbox, which a container may have joined.
 func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.ContainerCreateOptions, key sandboxKey) (string, error) {
+	sb, err := b.takeSandbox(cctx, key)
 	for attempt := 0; ; attempt++ {
-		sb, err := b.takeSandbox(cctx, key)
 		if err != nil {
 			return "", fmt.Errorf("network sandbox: %v", err) // not the run image's "not found"
 		}
@@ -107,6 +108,7 @@ func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.Containe
 		if attempt > 0 || ctx.Err() != nil || !strings.Contains(err.Error(), sb.id) {
 			return "", err
 		}
+		sb, err = b.newSandbox(cctx, key)
 	}
 }
 

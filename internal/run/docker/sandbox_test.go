@@ -161,23 +161,28 @@ func runToEnd(t *testing.T, b *docker.Backend, raw *client.Client, id string) co
 	return sb
 }
 
-// A sandbox removed behind Verdict's back is made again.
-func TestSandboxRemovedBehindVerdictsBack(t *testing.T) {
+// Sandboxes removed or stopped behind Verdict's back (an engine restart stops them all) are
+// replaced.
+func TestSandboxGoneBehindVerdictsBack(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
 	raw := testenv.DockerClient(t)
-	ctx := ctxFor(t, time.Minute)
-	id := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
-	sb := runToEnd(t, b, raw, id)
-	if _, err := raw.ContainerRemove(ctx, sb.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+	ctx := ctxFor(t, 2*time.Minute)
+	// Two runs at once leave two idle sandboxes: one is removed, the other stopped.
+	first, second := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}}), start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
+	removed, stopped := runToEnd(t, b, raw, first), runToEnd(t, b, raw, second)
+	if _, err := raw.ContainerRemove(ctx, removed.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	next := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
-	if got := sandboxOf(t, raw, inspect(t, raw, next)); got.ID == sb.ID {
-		t.Fatal("the run joined a removed sandbox")
+	if _, err := raw.ContainerKill(ctx, stopped.ID, client.ContainerKillOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if code, err := b.Wait(ctx, next); err != nil || code != 0 {
-		t.Fatalf("Wait = %d, %v", code, err)
+	// Two runs at once meet both.
+	third, fourth := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}}), start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
+	for _, id := range []string{third, fourth} {
+		if got := runToEnd(t, b, raw, id); got.ID == removed.ID || got.ID == stopped.ID {
+			t.Fatal("the run joined a sandbox that is gone")
+		}
 	}
 }
 

@@ -97,8 +97,8 @@ func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.Containe
 		}
 		opts.HostConfig.NetworkMode = container.NetworkMode("container:" + sb.id)
 		opts.HostConfig.Binds = sb.binds
-		id, err := b.createAndStart(ctx, cctx, opts)
-		if err == nil {
+		var id string
+		if id, err = b.createAndStart(ctx, cctx, opts); err == nil {
 			b.sandboxes.mu.Lock()
 			b.sandboxes.used[id] = sb
 			b.sandboxes.mu.Unlock()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"verdict/internal/domain"
 	"verdict/internal/peerhttp"
 	"verdict/internal/run"
@@ -387,6 +389,20 @@ func TestScaleOut(t *testing.T) {
 		t.Fatalf("the killed runner's run: %s", ended.raw)
 	}
 	t.Logf("runner %s killed; its run ended ERROR after %s", names[victim], time.Since(killed).Round(100*time.Millisecond))
+	// The reaper that ended the run removes the killed runner's network sandboxes from the engine
+	// it shares with the runner.
+	f := make(client.Filters)
+	f.Add("label", docker.LabelSandbox+"=true")
+	f.Add("label", run.LabelRunner+"="+peerhttp.RunnerID(names[victim]))
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		left, err := testenv.DockerClient(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+		if err == nil && len(left.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost runner's sandboxes are still there: %d, %v", len(left.Items), err)
+		}
+	}
 	next := hs[victim].queue(a, map[string]any{"image": passImage})
 	after := hs[victim].waitFor(a, next, 2*time.Minute, final)
 	if after.str("execution", "status") != "PASSED" || after.str("execution", "runner") != peerhttp.RunnerID(names[1-victim]) {

@@ -80,6 +80,13 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 			r.Log.Info("removing the lost run's container failed (it may be on another engine)", "err", err)
 		}
 	}
+	if s, ok := r.Backend.(run.RunnerSweeper); ok && e.RunnerID != "" {
+		// What the lost runner kept on this engine besides its containers (Docker's network
+		// sandboxes); a runner that was only cut off makes new ones.
+		if err := s.SweepRunner(ctx, e.RunnerID); err != nil {
+			r.Log.Info("removing the lost runner's network sandboxes failed", "runner", e.RunnerID, "err", err)
+		}
+	}
 	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
 		r.Events.ExecutionUpdated(done)
 	}

@@ -106,5 +106,12 @@ type Backend interface {
 	ListDir(ctx context.Context, image, path string, pull bool) ([]string, error)
 }
 
+// RunnerSweeper is a Backend that keeps things for a runner besides its run containers (the Docker
+// backend's network sandboxes). SweepRunner removes those of runner id that this Backend does not
+// hold itself: the runner is lost, or this is a later life of it.
+type RunnerSweeper interface {
+	SweepRunner(ctx context.Context, id string) error
+}
+
 // ErrPathNotFound: CopyOut's path does not exist in the container.
 var ErrPathNotFound = errors.New("path not found in container")

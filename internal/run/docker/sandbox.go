@@ -270,9 +270,9 @@ func (b *Backend) newSandbox(ctx context.Context, key sandboxKey) (*sandbox, err
 	return sb, nil
 }
 
-// sweepSandboxes removes, once per runner, the sandboxes an earlier life of the runner left: it
-// runs before the runner's first sandbox is made, so every one it finds is a leftover. An
-// unnamed runner (no run.LabelRunner) has no earlier life to tell apart.
+// sweepSandboxes removes, once per runner, the sandboxes an earlier life of the runner left,
+// before the runner's first sandbox is made. An unnamed runner (no run.LabelRunner) has no
+// earlier life to tell apart.
 func (b *Backend) sweepSandboxes(ctx context.Context, runner string) {
 	if runner == "" {
 		return
@@ -287,16 +287,46 @@ func (b *Backend) sweepSandboxes(ctx context.Context, runner string) {
 		p.swept = map[string]bool{}
 	}
 	p.swept[runner] = true
-	left, err := b.List(ctx, map[string]string{LabelSandbox: "true", run.LabelRunner: runner})
-	if err != nil {
-		b.log().Warn("listing network sandboxes an earlier life of this runner left failed", "err", err)
-		return
+	if err := b.SweepRunner(ctx, runner); err != nil {
+		b.log().Warn("removing the network sandboxes an earlier life of this runner left failed", "err", err)
 	}
-	for _, c := range left {
-		if err := b.Remove(ctx, c.ID); err != nil {
-			b.log().Warn("removing a network sandbox an earlier life of this runner left failed", "container", c.ID, "err", err)
+}
+
+var _ run.RunnerSweeper = (*Backend)(nil)
+
+// SweepRunner removes the sandboxes of runner id on the engine that this Backend does not hold:
+// those of a lost runner (the reaper calls it), or of an earlier life of this one. A run still in
+// one keeps its network, and a runner still alive replaces a sandbox it finds gone.
+func (b *Backend) SweepRunner(ctx context.Context, id string) error {
+	found, err := b.List(ctx, map[string]string{LabelSandbox: "true", run.LabelRunner: id})
+	if err != nil {
+		return err
+	}
+	held := b.heldSandboxes()
+	var errs []error
+	for _, c := range found {
+		if !held[c.ID] {
+			errs = append(errs, b.Remove(ctx, c.ID))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// heldSandboxes are the IDs of this Backend's sandboxes, idle or in use.
+func (b *Backend) heldSandboxes() map[string]bool {
+	p := &b.sandboxes
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held := map[string]bool{}
+	for _, list := range p.idle {
+		for _, sb := range list {
+			held[sb.id] = true
+		}
+	}
+	for _, sb := range p.used {
+		held[sb.id] = true
+	}
+	return held
 }
 
 // ensureSandboxImage imports the sandbox image into the engine when it lacks it: a file system

@@ -186,8 +186,8 @@ func TestSandboxGoneBehindVerdictsBack(t *testing.T) {
 	}
 }
 
-// A runner's first sandbox removes those its earlier life left (a crash leaves them); Close
-// removes its own.
+// A runner's first sandbox removes those its earlier life left (a crash leaves them), a lost
+// runner's are swept by another Backend, and Close removes a Backend's own.
 func TestSandboxLeftoversAndClose(t *testing.T) {
 	t.Parallel()
 	raw := testenv.DockerClient(t)
@@ -232,6 +232,19 @@ func TestSandboxLeftoversAndClose(t *testing.T) {
 	if got := sandboxes(); !slices.Equal(got, []string{now}) {
 		t.Errorf("sandboxes of the runner: %v, want %s alone", got, now)
 	}
+
+	// SweepRunner spares the sandboxes a Backend holds; another's (a server's reaper, the runner
+	// lost) removes them, and the runner, still alive, replaces the one it finds gone.
+	if err := b.SweepRunner(ctx, runner); err != nil || !slices.Equal(sandboxes(), []string{now}) {
+		t.Errorf("the runner's own sweep: %v, sandboxes %v, want %s kept", err, sandboxes(), now)
+	}
+	if err := newBackend(t).SweepRunner(ctx, runner); err != nil || len(sandboxes()) != 0 {
+		t.Errorf("the reaper's sweep: %v, sandboxes %v, want none", err, sandboxes())
+	}
+	if again := runOnce(b); again == now {
+		t.Errorf("the run joined the swept sandbox %s", now)
+	}
+
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

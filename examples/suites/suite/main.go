@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -80,6 +81,8 @@ type env struct {
 	baseURL, taskID, ci, agnostic, secret string
 	lines                                 int
 	interval                              time.Duration
+	fillMB                                int    // MiB written to fillPath first, for disk limit tests
+	fillPath                              string // [/app/fill]
 }
 
 func readEnv(get func(string) string) env {
@@ -98,11 +101,34 @@ func readEnv(get func(string) string) env {
 	if n, err := strconv.Atoi(get("INTERVAL_MS")); err == nil && n >= 0 {
 		e.interval = time.Duration(n) * time.Millisecond
 	}
+	if n, err := strconv.Atoi(get("FILL_MB")); err == nil && n > 0 {
+		e.fillMB = n
+	}
+	e.fillPath = get("FILL_PATH")
+	if e.fillPath == "" {
+		e.fillPath = "/app/fill"
+	}
 	return e
 }
 
 func main() {
 	os.Exit(run("/app", os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// fill writes mb MiB of data (not a sparse file: every block is used) to path.
+func fill(path string, mb int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chunk := bytes.Repeat([]byte("verdict "), 1<<17) // 1 MiB
+	for range mb {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // sleep runs until a signal arrives, for cancel and timeout tests. As PID 1 the process only gets
@@ -143,6 +169,13 @@ func run(root string, args []string, get func(string) string, stdout, stderr io.
 	if e.secret != "" {
 		// On purpose: the service must mask project secrets in the logs it keeps.
 		fmt.Fprintf(stdout, "using SECRET_TOKEN=%s\n", e.secret)
+	}
+	if e.fillMB > 0 {
+		if err := fill(e.fillPath, e.fillMB); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "wrote %d MiB to %s\n", e.fillMB, e.fillPath)
 	}
 	if sleeping {
 		return sleep(stdout)

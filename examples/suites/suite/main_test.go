@@ -161,3 +161,16 @@ func readJSON(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// FILL_MB writes that many MiB to FILL_PATH before the tests, for disk limit tests.
+func TestFill(t *testing.T) {
+	root := appDir(t)
+	path := filepath.Join(t.TempDir(), "fill")
+	code, out := runMode(t, "pass", root, []string{"api"}, map[string]string{"FILL_MB": "3", "FILL_PATH": path})
+	if code != 0 || !strings.Contains(out, "wrote 3 MiB to "+path) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != 3<<20 {
+		t.Fatalf("the file: %v, %v", st, err)
+	}
+}

@@ -31,7 +31,8 @@ func Open(e config.Engine, log *slog.Logger) (run.Backend, error) {
 	case "kubernetes":
 		b, err := kubernetes.New(e.Kubeconfig, kubernetes.Options{Namespace: e.K8sNamespace,
 			HelperImage: e.K8sHelperImage, PullPolicy: corev1.PullPolicy(e.K8sPullPolicy),
-			StartTimeout: e.K8sStartTimeout, DefaultResources: Resources(e), BlockedNets: e.BlockedNets, Log: log})
+			StartTimeout: e.K8sStartTimeout, DefaultResources: Resources(e), DiskLimitBytes: int64(e.RunDiskMB) << 20,
+			BlockedNets: e.BlockedNets, Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes: %w", err)
 		}

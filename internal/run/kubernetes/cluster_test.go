@@ -195,6 +195,28 @@ func TestStopEndsTheRun(t *testing.T) {
 	}
 }
 
+// A suite writing past the disk bound has its pod evicted by the kubelet, and Wait says why: the
+// bound is the suite container's ephemeral-storage limit, and report folders count.
+func TestDiskLimitEvicts(t *testing.T) {
+	t.Parallel()
+	k := testenv.KubeCluster(t)
+	b := newBackend(t, k, kubernetes.Options{DiskLimitBytes: 10 << 20})
+	ctx := ctxFor(t, 3*time.Minute)
+	s := spec(imageSlow, "sleep")
+	s.Env["FILL_MB"], s.Env["FILL_PATH"] = "40", "/app/junit/fill"
+	id, err := b.Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.Background(), id)
+	began := time.Now()
+	code, err := b.Wait(ctx, id)
+	if !errors.Is(err, run.ErrDiskLimit) {
+		t.Fatalf("Wait = %d, %v; want ErrDiskLimit", code, err)
+	}
+	t.Logf("evicted after %v: %v", time.Since(began).Round(time.Second), err)
+}
+
 // An image the node cannot have ends the run at once with the kubelet's reason; a pod that
 // cannot be scheduled ends it after StartTimeout with the scheduler's.
 func TestUnstartableRuns(t *testing.T) {

@@ -47,6 +47,10 @@ type Options struct {
 	// autoscaler may add a node meanwhile) before the run ends ERROR with the reason [2m].
 	StartTimeout     time.Duration
 	DefaultResources run.Resources
+	// DiskLimitBytes bounds what a run's suite writes to its pod's local storage (its writable
+	// layer, its log and its report folders), 0 for no bound: the suite container's
+	// ephemeral-storage limit. The kubelet evicts a pod past it, and Wait says run.ErrDiskLimit.
+	DiskLimitBytes int64
 	// BlockedNets are destinations no run may reach, kept out by the runs' NetworkPolicy.
 	BlockedNets []netip.Prefix
 	Log         *slog.Logger
@@ -326,6 +330,9 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 			exit = o.exit
 			return true, nil
 		case failed:
+			if o.overDisk {
+				return true, fmt.Errorf("%w: the kubelet evicted the run's pod: %s", run.ErrDiskLimit, o.reason)
+			}
 			return true, fmt.Errorf("the run's pod ended without the suite's exit: %s", o.reason)
 		}
 		return false, nil

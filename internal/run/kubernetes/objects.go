@@ -99,8 +99,9 @@ func restricted() *corev1.SecurityContext {
 
 // limits turns a run's resources into the suite container's: the limits as given; the memory
 // request equal to its limit (memory cannot be taken back from a running suite) and the CPU
-// request a quarter of its limit (a suite waiting on a browser seldom uses all it may).
-func limits(r run.Resources) corev1.ResourceRequirements {
+// request a quarter of its limit (a suite waiting on a browser seldom uses all it may); with a
+// disk bound, an ephemeral-storage limit.
+func limits(r run.Resources, diskBytes int64) corev1.ResourceRequirements {
 	req := corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}}
 	if r.MemoryBytes > 0 {
 		q := *resource.NewQuantity(r.MemoryBytes, resource.BinarySI)
@@ -109,6 +110,12 @@ func limits(r run.Resources) corev1.ResourceRequirements {
 	if r.NanoCPUs > 0 {
 		req.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.NanoCPUs/1e6, resource.DecimalSI)
 		req.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(r.NanoCPUs/4e6, 1), resource.DecimalSI)
+	}
+	if diskBytes > 0 {
+		// A bound, not a reservation (as on Docker): without a request of its own, the request
+		// would be the limit, and a node would fit only as many runs as it has limits of disk.
+		req.Limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(diskBytes, resource.BinarySI)
+		req.Requests[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(0, resource.BinarySI)
 	}
 	return req
 }
@@ -150,7 +157,7 @@ func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 		Command:         spec.Entrypoint, // nil keeps the image's entrypoint
 		Args:            spec.Args,
 		EnvFrom:         []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: spec.Name}}}},
-		Resources:       limits(res),
+		Resources:       limits(res, o.DiskLimitBytes),
 		SecurityContext: restricted(),
 		VolumeMounts:    reportMounts(spec.ReportDirs, false),
 	}

@@ -67,6 +67,15 @@ func TestJobFor(t *testing.T) {
 	if lim.Memory().Value() != 1<<30 || req.Memory().Value() != 1<<30 || lim.Cpu().MilliValue() != 2000 || req.Cpu().MilliValue() != 500 {
 		t.Fatalf("resources: %v", suite.Resources)
 	}
+	if _, ok := lim[corev1.ResourceEphemeralStorage]; ok {
+		t.Fatalf("a disk bound without DiskLimitBytes: %v", suite.Resources)
+	}
+	// The disk bound is a limit, not a reservation.
+	o.DiskLimitBytes = 512 << 20
+	bounded := jobFor(testSpec(), o, run.Resources{}).Spec.Template.Spec.Containers[0].Resources
+	if lim, req := bounded.Limits[corev1.ResourceEphemeralStorage], bounded.Requests[corev1.ResourceEphemeralStorage]; lim.Value() != 512<<20 || !req.IsZero() {
+		t.Fatalf("disk bound: limit %v request %v", lim.String(), req.String())
+	}
 	// The runner ID is no label value Kubernetes takes: hashed, and kept whole in annotations.
 	if v := job.Labels[run.LabelRunner]; !strings.HasPrefix(v, "h-") || len(validation.IsValidLabelValue(v)) != 0 {
 		t.Fatalf("runner label %q", v)
@@ -120,12 +129,36 @@ func TestObserve(t *testing.T) {
 		{"deadline", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: "too long"}}, failed, 0, "DeadlineExceeded: too long"},
 		{"unschedulable", unschedulable, waiting, 0, "Unschedulable: 0/1 nodes are available: 1 Insufficient memory."},
 		{"pending", &corev1.Pod{}, waiting, 0, "the pod is pending"},
+		{"evicted", evicted("Pod ephemeral local storage usage exceeds the total limit of containers 10Mi. "), failed, 0, "Evicted: Pod ephemeral local storage usage exceeds the total limit of containers 10Mi."},
+		{"evicted for memory", evicted("The node was low on resource: memory. "), failed, 0, "Evicted: The node was low on resource: memory."},
 	} {
 		got := observe(c.pod)
 		if got.phase != c.phase || got.exit != c.exit || (c.reason != "" && got.reason != c.reason) {
 			t.Errorf("%s: %+v", c.name, got)
 		}
+		if over := strings.Contains(c.reason, "ephemeral"); got.overDisk != over {
+			t.Errorf("%s: overDisk %v", c.name, got.overDisk)
+		}
 	}
+	// The kubelet's words for each storage limit it enforces.
+	for msg, want := range map[string]bool{
+		"Pod ephemeral local storage usage exceeds the total limit of containers 10Mi. ": true,
+		"Container suite exceeded its local ephemeral storage limit \"10Mi\". ":         true,
+		"Usage of EmptyDir volume \"report-0\" exceeds the limit \"10Mi\". ":          true,
+		"The node was low on resource: ephemeral-storage. ":                             false,
+		"The node was low on resource: memory. ":                                        false,
+	} {
+		if overDisk(msg) != want {
+			t.Errorf("overDisk(%q) = %v", msg, !want)
+		}
+	}
+}
+
+// evicted is a pod the kubelet evicted: its containers killed, the reason on the pod.
+func evicted(message string) *corev1.Pod {
+	return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: message,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: suiteContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown"}}}}}}
 }
 
 // The keeper's tar is what the Docker engine's copy gives: entries under the folder's base

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,10 +20,11 @@ const (
 
 // observation is a run's pod as Wait and Logs read it.
 type observation struct {
-	phase  phase
-	exit   int
-	reason string // why it waits, or why it failed, in Kubernetes' words
-	image  string // unstarted: the image that cannot be had
+	phase    phase
+	exit     int
+	reason   string // why it waits, or why it failed, in Kubernetes' words
+	image    string // unstarted: the image that cannot be had
+	overDisk bool   // failed: evicted for passing an ephemeral-storage limit
 }
 
 // imageFailures are the waiting reasons after which the kubelet will not start the container
@@ -35,6 +37,11 @@ var imageFailures = map[string]bool{
 // observe reads a pod's status as a kubelet reports it. An image that cannot be had ends it
 // whichever container needs it: the suite, the report keeper or an init container.
 func observe(pod *corev1.Pod) observation {
+	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == evictedReason {
+		// The kubelet killed the containers: the suite's exit code is its doing, not the suite's.
+		return observation{phase: failed, reason: joinReason(pod.Status.Reason, strings.TrimSpace(pod.Status.Message)),
+			overDisk: overDisk(pod.Status.Message)}
+	}
 	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil && imageFailures[w.Reason] && cs.Name != suiteContainer {
 			return observation{phase: unstarted, image: cs.Image, reason: joinReason(w.Reason, w.Message)}
@@ -68,6 +75,19 @@ func observe(pod *corev1.Pod) observation {
 		}
 	}
 	return observation{phase: waiting, reason: "the pod is pending"}
+}
+
+// evictedReason is a pod's status reason once the kubelet evicted it.
+const evictedReason = "Evicted"
+
+// overDisk tells whether an eviction message is the kubelet's for a pod or container past its
+// ephemeral-storage limit, or an emptyDir past its size ("Pod ephemeral local storage usage
+// exceeds the total limit of containers 10Mi.", "Container suite exceeded its local ephemeral
+// storage limit \"10Mi\".", "Usage of EmptyDir volume \"report-0\" exceeds the limit \"10Mi\".").
+func overDisk(message string) bool {
+	m := strings.ToLower(message)
+	return strings.Contains(m, "ephemeral") && (strings.Contains(m, "limit") || strings.Contains(m, "exceeds")) ||
+		strings.Contains(m, "emptydir volume")
 }
 
 func joinReason(reason, message string) string {

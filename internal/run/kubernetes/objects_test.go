@@ -143,10 +143,10 @@ func TestObserve(t *testing.T) {
 	// The kubelet's words for each storage limit it enforces.
 	for msg, want := range map[string]bool{
 		"Pod ephemeral local storage usage exceeds the total limit of containers 10Mi. ": true,
-		"Container suite exceeded its local ephemeral storage limit \"10Mi\". ":         true,
-		"Usage of EmptyDir volume \"report-0\" exceeds the limit \"10Mi\". ":          true,
-		"The node was low on resource: ephemeral-storage. ":                             false,
-		"The node was low on resource: memory. ":                                        false,
+		"Container suite exceeded its local ephemeral storage limit \"10Mi\". ":          true,
+		"Usage of EmptyDir volume \"report-0\" exceeds the limit \"10Mi\". ":             true,
+		"The node was low on resource: ephemeral-storage. ":                              false,
+		"The node was low on resource: memory. ":                                         false,
 	} {
 		if overDisk(msg) != want {
 			t.Errorf("overDisk(%q) = %v", msg, !want)

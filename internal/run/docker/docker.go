@@ -7,8 +7,8 @@
 // read-only). Its network is Verdict's run network, a bridge on which containers cannot reach
 // each other nor, by host firewall rules, the blocked destinations (cloud metadata); the engine
 // keeps it away from containers on other networks, and it reaches the host as
-// host.docker.internal. A run joins the network through a reused sandbox (sandbox.go). The engine keeps at most
-// 200 MB of its output, and with a disk limit its writable layer is bounded (by Wait, which
+// host.docker.internal. A run joins the network through a reused sandbox (sandbox.go). The
+// engine keeps at most 200 MB of its output, and with a disk limit its writable layer is bounded (by Wait, which
 // measures it, and by the engine's quota where the storage driver has one). Containers are
 // never auto-removed, because the reports are copied out after the exit; Remove does it.
 package docker
@@ -155,7 +155,7 @@ func New(host string, opts Options) (*Backend, error) {
 		opts.DefaultResources.PidsLimit = DefaultPidsLimit
 	}
 	b := &Backend{cli: cli, opts: opts}
-	b.sandboxes.used = map[string]*sandbox{}
+	b.sandboxes.idle, b.sandboxes.used = map[sandboxKey][]*sandbox{}, map[string]*sandbox{}
 	return b, nil
 }
 
@@ -259,9 +259,6 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 	if spec.Image == "" {
 		return "", errors.New("docker: spec has no image")
 	}
-	if err := b.EnsureNetwork(ctx); err != nil {
-		return "", err
-	}
 	env := make([]string, 0, len(spec.Env))
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		env = append(env, k+"="+spec.Env[k])
@@ -302,6 +299,9 @@ const hostGateway = "host.docker.internal:host-gateway"
 // startOnNetwork creates and starts the run container in a network namespace of its own on the
 // run network.
 func (b *Backend) startOnNetwork(ctx, cctx context.Context, opts client.ContainerCreateOptions, withHost bool) (string, error) {
+	if err := b.EnsureNetwork(ctx); err != nil {
+		return "", err
+	}
 	opts.HostConfig.NetworkMode = container.NetworkMode(b.network())
 	if withHost {
 		opts.HostConfig.ExtraHosts = []string{hostGateway}

@@ -326,7 +326,7 @@ func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.Containe
 		return "", err
 	}
 	if ctx.Err() == nil {
-		_, err = b.cli.ContainerStart(cctx, id, client.ContainerStartOptions{})
+		err = b.start(cctx, id)
 	}
 	if err == nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
@@ -336,6 +336,18 @@ func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.Containe
 		return "", err
 	}
 	return id, nil
+}
+
+// start starts container id. Engine 20.10 under load has answered a start with "cannot start an
+// already running container" for a container its start did start: one found running is started.
+func (b *Backend) start(ctx context.Context, id string) error {
+	_, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{})
+	if err != nil && strings.Contains(err.Error(), "already running") {
+		if res, ierr := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); ierr == nil && res.Container.State != nil && res.Container.State.Running {
+			return nil
+		}
+	}
+	return err
 }
 
 // create creates the container, asking the engine for a disk quota until it is known whether it

@@ -236,7 +236,7 @@ func (b *Backend) newSandbox(ctx context.Context, key sandboxKey) (*sandbox, err
 		}
 		if err == nil {
 			sb = &sandbox{id: created.ID, key: key}
-			if _, err = b.cli.ContainerStart(ctx, sb.id, client.ContainerStartOptions{}); err != nil {
+			if err = b.start(ctx, sb.id); err != nil {
 				b.dropSandbox(sb) // the engine joins the network at the start
 			}
 		}

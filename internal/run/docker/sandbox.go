@@ -209,8 +209,10 @@ func (b *Backend) closeSandboxes() {
 // network files. A network or image found missing (pruned) is made again, once.
 func (b *Backend) newSandbox(ctx context.Context, key sandboxKey) (*sandbox, error) {
 	b.sweepSandboxes(ctx, key.runner)
-	// A run container's lockdown, tighter: it writes nothing, prints nothing, reaps nothing.
-	hc := b.hostConfig(run.Resources{MemoryBytes: 8 << 20, NanoCPUs: 1e8, PidsLimit: 4})
+	// A run container's lockdown, tighter: it writes nothing, prints nothing, reaps nothing. The
+	// bounds leave room for the runtime's own init, which runs in the container's cgroup while it
+	// starts it (a Go program of several threads): tighter ones are not worth a failed start.
+	hc := b.hostConfig(run.Resources{MemoryBytes: 64 << 20, NanoCPUs: 1e8, PidsLimit: 32})
 	hc.ReadonlyRootfs = true
 	hc.LogConfig = container.LogConfig{Type: "none"}
 	hc.Init = nil

@@ -302,11 +302,34 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Mailer:      &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
 		Runs:        execs,
 		Alerts:      alerts,
-		EndSessions: hub.EndUserSessions, EndKeySessions: hub.EndKeySessions,
+		// A member's or a key's sockets and SSE streams end on every replica (through Redis);
+		// a revoked session's on this replica, as each replica learns of it from the database.
+		EndSessions: func(userID string) {
+			hub.EndUserSessions(userID)
+			followers.End(api.UserStreams(userID))
+		},
+		EndKeySessions: func(keyID string) {
+			hub.EndKeySessions(keyID)
+			followers.End(api.KeyStreams(keyID))
+		},
+		EndTokenSessions: func(tokenID string) {
+			hub.EndTokenSessions(tokenID)
+			followers.EndLocal(api.SessionStreams(tokenID))
+		},
 		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,
 	})
+
+	// Revoked session tokens: read them all before serving, then what any replica adds, about
+	// every second (identity.RevocationInterval).
+	if err := ids.SyncRevocations(ctx); err != nil {
+		return nil, fmt.Errorf("revoked session tokens: %w", err)
+	}
+	revCtx, stopRevocations := context.WithCancel(context.Background())
+	revDone := make(chan struct{})
+	go func() { defer close(revDone); ids.FollowRevocations(revCtx) }()
+	a.closers = append(a.closers, func() { stopRevocations(); <-revDone })
 
 	cases := testcases.New(testcases.Deps{Store: st, Clock: clock, Log: log})
 

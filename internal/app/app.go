@@ -295,6 +295,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		MondayURL: cfg.MondayAPIURL, MondayAPIVersion: cfg.MondayAPIVersion, ReportURL: reportURL, Events: events,
 		Clock: clock, Log: log})
 
+	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
+	// revoked session's on this replica, as each replica learns of it from the database.
+	endUser := func(userID string) { hub.EndUserSessions(userID); followers.End(api.UserStreams(userID)) }
+	endKey := func(keyID string) { hub.EndKeySessions(keyID); followers.End(api.KeyStreams(keyID)) }
+	endToken := func(tokenID string) { hub.EndTokenSessions(tokenID); followers.EndLocal(api.SessionStreams(tokenID)) }
 	ids = identity.New(identity.Deps{
 		Store:       st,
 		Tokens:      jwt,
@@ -302,20 +307,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Mailer:      &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
 		Runs:        execs,
 		Alerts:      alerts,
-		// A member's or a key's sockets and SSE streams end on every replica (through Redis);
-		// a revoked session's on this replica, as each replica learns of it from the database.
-		EndSessions: func(userID string) {
-			hub.EndUserSessions(userID)
-			followers.End(api.UserStreams(userID))
-		},
-		EndKeySessions: func(keyID string) {
-			hub.EndKeySessions(keyID)
-			followers.End(api.KeyStreams(keyID))
-		},
-		EndTokenSessions: func(tokenID string) {
-			hub.EndTokenSessions(tokenID)
-			followers.EndLocal(api.SessionStreams(tokenID))
-		},
+		EndSessions: endUser, EndKeySessions: endKey, EndTokenSessions: endToken,
 		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,

@@ -12,6 +12,7 @@ const (
 	errAuthRequired = "Authentication required"
 	errInvalidToken = "Invalid or expired token"
 	errSessionEnded = "Session ended: your access to this organization changed; sign in again"
+	errSignedOut    = "Session ended: signed out; sign in again"
 )
 
 // onConnection authenticates a socket that has just connected to the namespace.
@@ -122,12 +123,12 @@ func (h *Hub) EndKeySessions(keyID string) {
 	}
 }
 
-// EndTokenSessions does the same for this replica's sockets opened with a revoked session's
-// token or socket ticket. This replica's only: every replica learns of a revocation from the
-// database and ends its own.
+// EndTokenSessions sends auth-error ("Session ended: signed out; …") to this replica's sockets
+// opened with a revoked session's token or socket ticket, and disconnects them. This
+// replica's only: every replica learns of a revocation from the database and ends its own.
 func (h *Hub) EndTokenSessions(sessionID string) {
 	if sessionID != "" && !h.closed.Load() {
-		h.endLocalSessions(sessionRoom(sessionID))
+		h.endLocal(sessionRoom(sessionID), errSignedOut)
 	}
 }
 
@@ -146,8 +147,11 @@ func (h *Hub) endSessions(room socket.Room) {
 const eventEndSessions = "verdict:end-sessions"
 
 // endLocalSessions sends auth-error to this replica's sockets in room, then disconnects them.
-func (h *Hub) endLocalSessions(room socket.Room) {
+func (h *Hub) endLocalSessions(room socket.Room) { h.endLocal(room, errSessionEnded) }
+
+// endLocal is endLocalSessions with the auth-error text msg.
+func (h *Hub) endLocal(room socket.Room, msg string) {
 	r := h.io.Local().In(room)
-	_ = r.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
+	_ = r.Emit(EventAuthError, map[string]any{"error": msg})
 	r.DisconnectSockets(false)
 }

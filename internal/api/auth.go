@@ -54,9 +54,21 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"data": data})
 }
 
-// logout is stateless: the server keeps no session, and the client discards its token.
+// logout is stateless: the server keeps no session, and the client discards its token (it
+// stays valid until it expires; POST /api/auth/revoke ends it).
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"message": "Logged out; discard the token on the client"})
+}
+
+// revoke ends the calling token's session on the server: the token is refused from now on
+// (by every replica within identity.RevocationInterval), and the live connections opened
+// with it end.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := s.identity.RevokeSession(r.Context(), principalFrom(r)); err != nil {
+		s.fail(w, r, err, "Failed to revoke token")
+		return
+	}
+	ok(w, obj{"message": "Token revoked; it is refused from now on"})
 }
 
 func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) {

@@ -28,9 +28,35 @@ const (
 	sseGapWait = 30 * time.Second
 )
 
-// Follow registers followers of a run's live events (*follow.Broadcaster).
+// Follow registers followers of a run's live events (*follow.Broadcaster), each under its
+// owners: ending an owner (follow.Broadcaster.End) ends its streams at once.
 type Follow interface {
-	Follow(org, task string) *follow.Follower
+	Follow(org, task string, owners ...string) *follow.Follower
+}
+
+// The owners a stream is registered under: its user, the API key or the session it was opened
+// with. internal/app ends them when the user loses access, the key is revoked or the session
+// signed out.
+
+// UserStreams names the streams of a user.
+func UserStreams(userID string) string { return "user:" + userID }
+
+// KeyStreams names the streams opened with an API key.
+func KeyStreams(keyID string) string { return "key:" + keyID }
+
+// SessionStreams names the streams opened with a session's token (auth.Claims.ID).
+func SessionStreams(tokenID string) string { return "session:" + tokenID }
+
+// streamOwners are the owners of a stream opened by p.
+func streamOwners(p *identity.Principal) []string {
+	owners := []string{UserStreams(p.UserID)}
+	if p.APIKeyID != "" {
+		owners = append(owners, KeyStreams(p.APIKeyID))
+	}
+	if p.SessionID != "" {
+		owners = append(owners, SessionStreams(p.SessionID))
+	}
+	return owners
 }
 
 // logEvent is the data of an execution-log event, the Socket.IO payload.
@@ -69,7 +95,9 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Follow before reading the run again: whatever happens from here on arrives as an event.
-	f := s.follow.Follow(e.OrganizationID, e.TaskID)
+	// Registered under its owners, the stream ends as soon as the caller's access does (a
+	// suspended user, a revoked key, a signed-out session), not at the next ping's re-check.
+	f := s.follow.Follow(e.OrganizationID, e.TaskID, streamOwners(p)...)
 	defer f.Close()
 	if e, err = s.executions.Get(r.Context(), p, e.TaskID); err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
@@ -83,8 +111,8 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	st := &sseStream{s: s, w: w, r: r, p: p, e: e, f: f, sent: since, rc: http.NewResponseController(w),
 		bw: bufio.NewWriterSize(w, 8<<10)}
-	// A dropped follower (its buffer filled while the client did not read) may be blocked in a
-	// write: cut it at once.
+	// A dropped follower (its buffer filled while the client did not read, or its owner's
+	// access ended) may be blocked in a write: cut it at once.
 	done := make(chan struct{})
 	defer st.end()
 	defer close(done)
@@ -336,8 +364,9 @@ func (st *sseStream) finish(ctx context.Context, view json.RawMessage) error {
 	return st.flush()
 }
 
-// ping writes a comment line, re-reads the caller (a suspended member's stream ends) and the
-// run (deleted: the stream ends).
+// ping writes a comment line, re-reads the caller and the run (deleted: the stream ends). A
+// caller whose access ended was cut already through the stream's owners; re-checking here is
+// the backstop for what the cut cannot reach (another replica's change without Redis).
 func (st *sseStream) ping(ctx context.Context) error {
 	if _, err := st.bw.WriteString(": ping\n\n"); err != nil {
 		return errors.Join(errClientWrite, err)

@@ -113,7 +113,7 @@ var (
 
 // principalOf resolves the caller from a bearer JWT or an x-api-key header, re-reading the
 // user on every request: a deleted or suspended user is refused at once, a changed role
-// applies at once.
+// applies at once. A revoked session token is refused like an expired one.
 func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 	if authz := r.Header.Get("Authorization"); authz != "" {
 		token, found := strings.CutPrefix(authz, "Bearer ")
@@ -123,11 +123,16 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, error) {
 		if isAPIKey(token) { // authenticate lets it through only where keys are allowed
 			return s.identity.AuthenticateKey(r.Context(), token)
 		}
-		claims, err := s.jwt.Verify(token)
+		claims, err := s.jwt.Verify(token) // a revoked token fails here, as an expired one
 		if err != nil {
 			return nil, errInvalidToken
 		}
-		return s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
+		p, err := s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
+		if err != nil {
+			return nil, err
+		}
+		p.SessionID, p.SessionExpires = claims.ID, claims.ExpiresAt
+		return p, nil
 	}
 	if key := r.Header.Get("X-Api-Key"); key != "" {
 		return s.identity.AuthenticateKey(r.Context(), key)

@@ -188,6 +188,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/auth/login", routeOpts{access: public, limit: "login"}, s.login)
 	s.handle("GET /api/auth/me", routeOpts{access: bearerOrKey, limit: "me"}, s.me)
 	s.handle("POST /api/auth/logout", routeOpts{access: bearer, limit: "logout"}, s.logout)
+	s.handle("POST /api/auth/revoke", routeOpts{access: bearer, limit: "logout"}, s.revoke)
 	s.handle("POST /api/auth/api-keys", routeOpts{access: bearer, limit: "strict"}, s.createAPIKey)
 	s.handle("GET /api/auth/api-keys", routeOpts{access: bearer, limit: "api"}, s.listAPIKeys)
 	s.handle("DELETE /api/auth/api-keys/{id}", routeOpts{access: bearer, limit: "strict"}, s.revokeAPIKey)

@@ -38,6 +38,7 @@ type Identity interface {
 	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
 	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
 	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
+	RevokeSession(ctx context.Context, p *identity.Principal) error
 
 	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
 	GetUser(ctx context.Context, p *identity.Principal, id string) (*domain.User, error)

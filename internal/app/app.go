@@ -295,6 +295,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		MondayURL: cfg.MondayAPIURL, MondayAPIVersion: cfg.MondayAPIVersion, ReportURL: reportURL, Events: events,
 		Clock: clock, Log: log})
 
+	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
+	// revoked session's on this replica, as each replica learns of it from the database.
+	endUser := func(userID string) { hub.EndUserSessions(userID); followers.End(api.UserStreams(userID)) }
+	endKey := func(keyID string) { hub.EndKeySessions(keyID); followers.End(api.KeyStreams(keyID)) }
+	endToken := func(tokenID string) { hub.EndTokenSessions(tokenID); followers.EndLocal(api.SessionStreams(tokenID)) }
 	ids = identity.New(identity.Deps{
 		Store:       st,
 		Tokens:      jwt,
@@ -302,11 +307,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Mailer:      &identity.OutboxMailer{Renderer: renderer, Worker: a.mailer, Clock: clock},
 		Runs:        execs,
 		Alerts:      alerts,
-		EndSessions: hub.EndUserSessions, EndKeySessions: hub.EndKeySessions,
+		EndSessions: endUser, EndKeySessions: endKey, EndTokenSessions: endToken,
 		DefaultPlan: domain.Plan(cfg.DefaultPlan),
 		Clock:       clock,
 		Log:         log,
 	})
+
+	// Revoked session tokens: read them all before serving, then what any replica adds, about
+	// every second (identity.RevocationInterval).
+	if err := ids.SyncRevocations(ctx); err != nil {
+		return nil, fmt.Errorf("revoked session tokens: %w", err)
+	}
+	revCtx, stopRevocations := context.WithCancel(context.Background())
+	revDone := make(chan struct{})
+	go func() { defer close(revDone); ids.FollowRevocations(revCtx) }()
+	a.closers = append(a.closers, func() { stopRevocations(); <-revDone })
 
 	cases := testcases.New(testcases.Deps{Store: st, Clock: clock, Log: log})
 

@@ -125,7 +125,8 @@ func (r redisRunners) List(ctx context.Context, since time.Time) ([]peerhttp.Run
 }
 
 // socketAuth verifies a handshake's JWT, API key, or a dashboard page's socket ticket, and
-// re-reads the user, like every REST request. A ticket's socket ends with the session it was issued for.
+// re-reads the user, like every REST request. A ticket's socket ends with the session it was
+// issued for: at its expiry, or when it is revoked (the socket is in the session's room).
 func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
 	return func(ctx context.Context, token string) (realtime.Identity, error) {
 		if strings.HasPrefix(token, domain.APIKeyPrefix) {
@@ -137,17 +138,18 @@ func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.S
 			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), APIKeyID: p.APIKeyID}, nil
 		}
 		if web.IsSocketTicket(token) {
-			userID, orgID, end, ok := tickets.Verify(token)
-			if !ok {
+			t, ok := tickets.Verify(token)
+			if !ok || tokens.Revoked(t.SessionID) { // a ticket of a signed-out session
 				return realtime.Identity{}, errBadTicket
 			}
-			p, err := ids.AuthenticateClaims(ctx, userID, orgID)
+			p, err := ids.AuthenticateClaims(ctx, t.UserID, t.OrgID)
 			if err != nil {
 				return realtime.Identity{}, err
 			}
-			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), ExpiresIn: end.Sub(clock())}, nil
+			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
+				ExpiresIn: t.SessionEnd.Sub(clock()), SessionID: t.SessionID}, nil
 		}
-		c, err := tokens.Verify(token)
+		c, err := tokens.Verify(token) // refuses a revoked token
 		if err != nil {
 			return realtime.Identity{}, err
 		}
@@ -155,7 +157,8 @@ func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.S
 		if err != nil {
 			return realtime.Identity{}, err
 		}
-		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), ExpiresIn: c.ExpiresAt.Sub(clock())}, nil
+		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
+			ExpiresIn: c.ExpiresAt.Sub(clock()), SessionID: c.ID}, nil
 	}
 }
 

@@ -76,14 +76,14 @@ func TestIssueVerify(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"exp", "iat", "organizationId", "role", "userId"}; !slices.Equal(keys, want) {
+	if want := []string{"exp", "iat", "jti", "organizationId", "role", "userId"}; !slices.Equal(keys, want) {
 		t.Fatalf("claims %v, want exactly %v", keys, want)
 	}
 	c, err := tk.Verify(token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Claims{UserID: "u1", OrganizationID: "o1", Role: domain.RoleDeveloper, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	want := Claims{ID: p["jti"].(string), UserID: "u1", OrganizationID: "o1", Role: domain.RoleDeveloper, IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	if !c.IssuedAt.Equal(want.IssuedAt) || !c.ExpiresAt.Equal(want.ExpiresAt) {
 		t.Fatalf("times = %v..%v, want %v..%v", c.IssuedAt, c.ExpiresAt, want.IssuedAt, want.ExpiresAt)
 	}

@@ -11,6 +11,10 @@
 // other replicas, and each replica subscribes once: a run executed on another replica reaches
 // this replica's followers. Events of this replica are delivered locally at once; the ones that
 // come back through the transport are recognised by their origin and skipped.
+//
+// A follower is registered under owners, names the caller chooses (its user, the credential it
+// came with): End drops every follower of an owner at once, on this replica and, through the
+// transport, on the others; EndLocal on this replica only.
 package follow
 
 import (
@@ -41,6 +45,9 @@ type Event struct {
 	// For EventUpdated: the execution view as JSON, and whether the status is final.
 	Data  json.RawMessage `json:"d,omitempty"`
 	Final bool            `json:"x,omitempty"`
+	// End, in a message between replicas only, names an owner whose followers End drops (the
+	// message carries no run).
+	End string `json:"e,omitempty"`
 	// Origin is the replica that published the event (set by Publish).
 	Origin string `json:"r"`
 }
@@ -81,11 +88,13 @@ type Broadcaster struct {
 
 	mu     sync.Mutex
 	topics map[topicKey]map[*Follower]struct{}
+	owners map[string]map[*Follower]struct{} // the followers of each owner
 
 	followers   atomic.Int64
 	upstream    atomic.Int64
 	dropped     atomic.Int64 // followers dropped for being slow
 	lost        atomic.Int64 // events dropped because a queue was full
+	ended       atomic.Int64 // followers dropped because their owner was ended
 	maxQueued   atomic.Int64 // the most bytes any follower ever had queued
 	delivered   atomic.Int64
 	publishErrs atomic.Int64
@@ -99,6 +108,7 @@ type Stats struct {
 	Followers int64 // followers on this replica
 	Upstream  int64 // subscriptions to other replicas' events: 1 with a transport, else 0
 	Dropped   int64 // followers dropped because their buffer was full
+	Ended     int64 // followers dropped because an owner of theirs was ended (End)
 	Lost      int64 // events not delivered because the broadcaster's queue was full
 	MaxQueued int64 // the most bytes one follower ever had waiting
 	Delivered int64 // events put in followers' buffers
@@ -120,7 +130,7 @@ func New(o Options) *Broadcaster {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broadcaster{opts: o, log: o.Log.With("component", "follow"), local: make(chan Event, queueSize),
-		ctx: ctx, cancel: cancel, topics: map[topicKey]map[*Follower]struct{}{}}
+		ctx: ctx, cancel: cancel, topics: map[topicKey]map[*Follower]struct{}{}, owners: map[string]map[*Follower]struct{}{}}
 	b.wg.Add(1)
 	go b.dispatch()
 	if o.Transport != nil {
@@ -149,6 +159,7 @@ func (b *Broadcaster) Close() {
 		}
 		delete(b.topics, k)
 	}
+	clear(b.owners)
 }
 
 // Publish hands an event of this replica to its followers and to the other replicas. It never
@@ -192,10 +203,15 @@ func (b *Broadcaster) publishRemote() {
 	}
 }
 
-// received takes a message of the transport: another replica's events go to local followers.
+// received takes a message of the transport: another replica's events go to local followers,
+// its ends end local followers.
 func (b *Broadcaster) received(msg []byte) {
 	var e Event
 	if err := json.Unmarshal(msg, &e); err != nil || e.Origin == b.opts.Origin {
+		return
+	}
+	if e.End != "" {
+		b.EndLocal(e.End)
 		return
 	}
 	select {
@@ -251,7 +267,7 @@ func (b *Broadcaster) deliver(e Event) {
 	}
 }
 
-// remove takes f out of its topic and ends it; b.mu is held.
+// remove takes f out of its topic and its owners' sets and ends it; b.mu is held.
 func (b *Broadcaster) remove(f *Follower) {
 	fs := b.topics[f.key]
 	if _, ok := fs[f]; !ok {
@@ -261,13 +277,20 @@ func (b *Broadcaster) remove(f *Follower) {
 	if len(fs) == 0 {
 		delete(b.topics, f.key)
 	}
+	for _, o := range f.owners {
+		set := b.owners[o]
+		delete(set, f)
+		if len(set) == 0 {
+			delete(b.owners, o)
+		}
+	}
 	b.followers.Add(-1)
 	f.drop()
 }
 
-// Follow registers a follower of a run. Close it when done.
-func (b *Broadcaster) Follow(org, task string) *Follower {
-	f := &Follower{b: b, key: topicKey{org, task}, ch: make(chan *Event, b.opts.BufferEvents), gone: make(chan struct{})}
+// Follow registers a follower of a run under its owners. Close it when done.
+func (b *Broadcaster) Follow(org, task string, owners ...string) *Follower {
+	f := &Follower{b: b, key: topicKey{org, task}, owners: owners, ch: make(chan *Event, b.opts.BufferEvents), gone: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ctx.Err() != nil {
@@ -280,8 +303,52 @@ func (b *Broadcaster) Follow(org, task string) *Follower {
 		b.topics[f.key] = fs
 	}
 	fs[f] = struct{}{}
+	for _, o := range owners {
+		set := b.owners[o]
+		if set == nil {
+			set = map[*Follower]struct{}{}
+			b.owners[o] = set
+		}
+		set[f] = struct{}{}
+	}
 	b.followers.Add(1)
 	return f
+}
+
+// End drops the followers of owner on every replica: here at once, on the others when the
+// transport delivers the message (with none, here only).
+func (b *Broadcaster) End(owner string) {
+	if b == nil || owner == "" {
+		return
+	}
+	b.EndLocal(owner)
+	if b.opts.Transport == nil || b.ctx.Err() != nil {
+		return
+	}
+	msg, _ := json.Marshal(Event{End: owner, Origin: b.opts.Origin})
+	// Not through the events' queue, which drops when full: an end must not be lost to a burst
+	// of log lines.
+	go func() {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		if err := b.opts.Transport.Publish(ctx, msg); err != nil && ctx.Err() == nil {
+			b.publishErrs.Add(1)
+			b.log.Warn("publishing the end of a stream owner to other replicas failed", "err", err)
+		}
+	}()
+}
+
+// EndLocal drops the followers of owner on this replica.
+func (b *Broadcaster) EndLocal(owner string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for f := range b.owners[owner] {
+		b.remove(f)
+		b.ended.Add(1)
+	}
 }
 
 // Stats reads the gauges and counters.
@@ -290,13 +357,14 @@ func (b *Broadcaster) Stats() Stats {
 	runs := len(b.topics)
 	b.mu.Unlock()
 	return Stats{Runs: runs, Followers: b.followers.Load(), Upstream: b.upstream.Load(), Dropped: b.dropped.Load(),
-		Lost: b.lost.Load(), MaxQueued: b.maxQueued.Load(), Delivered: b.delivered.Load()}
+		Ended: b.ended.Load(), Lost: b.lost.Load(), MaxQueued: b.maxQueued.Load(), Delivered: b.delivered.Load()}
 }
 
 // Follower receives one run's events.
 type Follower struct {
 	b      *Broadcaster
 	key    topicKey
+	owners []string
 	ch     chan *Event // a pointer a slot: an idle follower's buffer costs 8 KiB, not its events
 	gone   chan struct{}
 	once   sync.Once
@@ -330,7 +398,8 @@ func (f *Follower) Events() <-chan *Event { return f.ch }
 // Took accounts for an event received from Events.
 func (f *Follower) Took(e *Event) { f.queued.Add(-e.size()) }
 
-// Gone is closed when the follower was dropped (its buffer filled up) or the broadcaster closed.
+// Gone is closed when the follower was dropped (its buffer filled up, or an owner of its was
+// ended) or the broadcaster closed.
 func (f *Follower) Gone() <-chan struct{} { return f.gone }
 
 // Queued is the bytes waiting in the follower's buffer.

@@ -14,9 +14,13 @@ import (
 	"verdict/internal/store"
 )
 
-// Tokens issues session tokens (JWT).
+// Tokens issues session tokens (JWT) and keeps the set of revoked ones that verifying refuses
+// (auth.Tokens).
 type Tokens interface {
 	Issue(userID, orgID string, role domain.Role) (string, error)
+	// Revoke refuses the session's tokens from now on in this process; it reports whether the
+	// session was not known as revoked before.
+	Revoke(id string, expiresAt time.Time) bool
 }
 
 // Lockout counts failed logins per e-mail and locks an address after too many (auth.Lockout).
@@ -59,14 +63,18 @@ type Service struct {
 	// endSessions closes a user's live connections (Socket.IO) after their access changed.
 	endSessions    func(userID string)
 	endKeySessions func(keyID string)
-	defaultPlan    domain.Plan // of organizations created at signup
-	clock          domain.Clock
-	newID          domain.IDGen
-	log            *slog.Logger
+	// endTokenSessions closes this replica's live connections of a revoked session.
+	endTokenSessions func(tokenID string)
+	defaultPlan      domain.Plan // of organizations created at signup
+	clock            domain.Clock
+	newID            domain.IDGen
+	log              *slog.Logger
 
 	// keyTouches is when this process last took on writing each API key's lastUsedAt (unix
 	// ms, by key ID), so that concurrent requests with one key write it once per interval.
 	keyTouches sync.Map
+
+	revocations revocationFeed // what SyncRevocations has read (revocation.go)
 }
 
 // Deps are the Service's collaborators. Store, Tokens, Lockout and Mailer are required; New
@@ -83,6 +91,10 @@ type Deps struct {
 	EndSessions func(userID string)
 	// EndKeySessions closes the live connections opened with an API key once it is revoked.
 	EndKeySessions func(keyID string)
+	// EndTokenSessions closes this replica's live connections opened with a session's token
+	// once it is revoked: every replica calls it for each revocation it learns of
+	// (SyncRevocations), so it need not reach the others.
+	EndTokenSessions func(tokenID string)
 	// DefaultPlan is the plan of organizations created at signup; empty: free.
 	DefaultPlan domain.Plan
 	Clock       domain.Clock
@@ -104,6 +116,9 @@ func New(d Deps) *Service {
 	if d.EndKeySessions == nil {
 		d.EndKeySessions = func(string) {}
 	}
+	if d.EndTokenSessions == nil {
+		d.EndTokenSessions = func(string) {}
+	}
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
 	}
@@ -117,7 +132,8 @@ func New(d Deps) *Service {
 		d.DefaultPlan = domain.PlanFree
 	}
 	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
-		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, clock: d.Clock, newID: d.NewID, log: d.Log}
+		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, endTokenSessions: d.EndTokenSessions,
+		clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
 type noRuns struct{}
@@ -138,6 +154,10 @@ type Principal struct {
 	Role     domain.Role
 	User     *domain.User // the row read to authenticate this request
 	APIKeyID string       // set when the call came with an API key
+	// SessionID and SessionExpires are the session token's ID (auth.Claims.ID) and expiry, set
+	// when the call came with a session token: RevokeSession ends that session.
+	SessionID      string
+	SessionExpires time.Time
 }
 
 // IsAdmin reports whether the caller is an admin.

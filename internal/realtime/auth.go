@@ -12,6 +12,7 @@ const (
 	errAuthRequired = "Authentication required"
 	errInvalidToken = "Invalid or expired token"
 	errSessionEnded = "Session ended: your access to this organization changed; sign in again"
+	errSignedOut    = "Session ended: signed out; sign in again"
 )
 
 // onConnection authenticates a socket that has just connected to the namespace.
@@ -53,11 +54,14 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	s.SetData(id)
 	h.live.Store(connID, sid)
 	// Join before auth-success: a client that has seen auth-success gets every later event.
-	// The user's own room (and the API key's) lets EndUserSessions (EndKeySessions) reach this
-	// socket on any replica.
+	// The user's own room (and the API key's, the session's) lets EndUserSessions
+	// (EndKeySessions, EndTokenSessions) reach this socket.
 	rooms := []socket.Room{orgRoom(id.OrganizationID), userRoom(id.UserID)}
 	if id.APIKeyID != "" {
 		rooms = append(rooms, keyRoom(id.APIKeyID))
+	}
+	if id.SessionID != "" {
+		rooms = append(rooms, sessionRoom(id.SessionID))
 	}
 	s.Join(rooms...)
 	if !s.Connected() { // left while the token was being checked
@@ -101,6 +105,7 @@ func (h *Hub) reject(s *socket.Socket, msg string) {
 
 func userRoom(userID string) socket.Room { return socket.Room("user:" + userID) }
 func keyRoom(keyID string) socket.Room   { return socket.Room("key:" + keyID) }
+func sessionRoom(id string) socket.Room  { return socket.Room("session:" + id) }
 
 // EndUserSessions sends auth-error to every socket of a user, on every replica, and
 // disconnects them: for a member who was suspended, deleted or moved to another organization,
@@ -115,6 +120,15 @@ func (h *Hub) EndUserSessions(userID string) {
 func (h *Hub) EndKeySessions(keyID string) {
 	if keyID != "" {
 		h.endSessions(keyRoom(keyID))
+	}
+}
+
+// EndTokenSessions sends auth-error ("Session ended: signed out; …") to this replica's sockets
+// opened with a revoked session's token or socket ticket, and disconnects them. This
+// replica's only: every replica learns of a revocation from the database and ends its own.
+func (h *Hub) EndTokenSessions(sessionID string) {
+	if sessionID != "" && !h.closed.Load() {
+		h.endLocal(sessionRoom(sessionID), errSignedOut)
 	}
 }
 
@@ -133,8 +147,11 @@ func (h *Hub) endSessions(room socket.Room) {
 const eventEndSessions = "verdict:end-sessions"
 
 // endLocalSessions sends auth-error to this replica's sockets in room, then disconnects them.
-func (h *Hub) endLocalSessions(room socket.Room) {
+func (h *Hub) endLocalSessions(room socket.Room) { h.endLocal(room, errSessionEnded) }
+
+// endLocal is endLocalSessions with the auth-error text msg.
+func (h *Hub) endLocal(room socket.Room, msg string) {
 	r := h.io.Local().In(room)
-	_ = r.Emit(EventAuthError, map[string]any{"error": errSessionEnded})
+	_ = r.Emit(EventAuthError, map[string]any{"error": msg})
 	r.DisconnectSockets(false)
 }

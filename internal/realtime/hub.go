@@ -61,6 +61,9 @@ type Identity struct {
 	// APIKeyID is the API key the socket authenticated with ("" for a token): revoking the key
 	// ends the socket (EndKeySessions).
 	APIKeyID string
+	// SessionID is the session whose token (or socket ticket) opened the socket: revoking the
+	// session ends it (EndTokenSessions).
+	SessionID string
 }
 
 // Authenticator verifies the handshake token (and re-reads the user, as every REST request does). Any error

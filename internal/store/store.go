@@ -39,6 +39,7 @@ type Store interface {
 	TestCases() TestCaseRepo
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
+	RevokedTokens() RevokedTokenRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
@@ -174,6 +175,29 @@ type BillingEventRepo interface {
 	SetOutcome(ctx context.Context, eventID, orgID, status, errText string) error
 	Get(ctx context.Context, eventID string) (*BillingEvent, error)
 	List(ctx context.Context, orgID string, limit int) ([]BillingEvent, error) // newest first
+}
+
+// RevokedToken is a session token ended before its expiry (signed out), by its ID (the JWT's
+// jti). Seq orders revocations as they were recorded.
+type RevokedToken struct {
+	Seq       int64
+	ID        string
+	ExpiresAt time.Time
+	RevokedAt time.Time
+}
+
+// RevokedTokenRepo is the revocation list every replica reads: each keeps the list in memory
+// and reads what was added since it last looked (Since), so a revocation recorded by one is
+// honoured by all.
+type RevokedTokenRepo interface {
+	// Add records that the token id is revoked until expiresAt, when it would have ended
+	// anyway; adding a revoked token again changes nothing.
+	Add(ctx context.Context, id string, expiresAt, at time.Time) error
+	// Since returns the revocations with a Seq above seq that expire after now, in order of
+	// Seq, at most limit.
+	Since(ctx context.Context, seq int64, now time.Time, limit int) ([]RevokedToken, error)
+	// DeleteExpired removes the revocations of tokens expired at now and says how many.
+	DeleteExpired(ctx context.Context, now time.Time) (int, error)
 }
 
 // UsageAlertRepo remembers which usage alerts were raised.

@@ -284,7 +284,17 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, "/runs")
 }
 
+// logout signs out: the session's token is revoked on the server (refused from now on, its
+// live connections ended) and the cookie cleared. If the revocation fails the cookie is kept,
+// so that signing out again can end the session; a cookie that no longer authenticates has
+// nothing left to revoke.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if p := stateOf(r).p; p != nil {
+		if err := s.identity.RevokeSession(r.Context(), p); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	s.clearSession(w)
 	redirect(w, r, "/login")
 }

@@ -17,8 +17,9 @@ import (
 // HttpOnly cookie it cannot read. GET /session/socket-token gives the signed-in page a ticket:
 // valid for a minute, for the Socket.IO handshake only (the REST API does not take it, unlike
 // the session's JWT, which therefore never reaches a script), bound to the session's user and
-// organization and carrying the session's expiry, at which the socket is cut as one opened with
-// the JWT itself would be. The handshake re-reads the user, as for a JWT.
+// organization and carrying the session's ID and expiry: the socket is cut when the session
+// expires or is revoked (signed out), as one opened with the JWT itself would be. The
+// handshake re-reads the user, and refuses a revoked session, as for a JWT.
 
 // socketTicketPrefix starts every ticket, so the handshake tells them from JWTs.
 const socketTicketPrefix = "vst1."
@@ -41,10 +42,21 @@ func NewSocketTickets(key []byte, clock domain.Clock) *SocketTickets {
 }
 
 type ticketClaims struct {
-	UserID  string `json:"u"`
-	OrgID   string `json:"o"`
-	Expires int64  `json:"e"` // the ticket's, Unix seconds
-	Session int64  `json:"s"` // the session's expiry, Unix seconds
+	UserID    string `json:"u"`
+	OrgID     string `json:"o"`
+	Expires   int64  `json:"e"` // the ticket's, Unix seconds
+	Session   int64  `json:"s"` // the session's expiry, Unix seconds
+	SessionID string `json:"j,omitempty"`
+}
+
+// Ticket is what a valid socket ticket says.
+type Ticket struct {
+	UserID, OrgID string
+	// SessionID is the session's ID (auth.Claims.ID): revoking the session ends the socket.
+	// "" in a ticket issued before tickets carried it.
+	SessionID string
+	// SessionEnd is the session's expiry: the socket ends then.
+	SessionEnd time.Time
 }
 
 func (t *SocketTickets) mac(payload string) string {
@@ -53,10 +65,11 @@ func (t *SocketTickets) mac(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// Issue makes a ticket for the user and organization of a session ending at sessionEnd.
-func (t *SocketTickets) Issue(userID, orgID string, sessionEnd time.Time) string {
+// Issue makes a ticket for the user and organization of the session sessionID, ending at
+// sessionEnd.
+func (t *SocketTickets) Issue(userID, orgID, sessionID string, sessionEnd time.Time) string {
 	b, _ := json.Marshal(ticketClaims{UserID: userID, OrgID: orgID, Expires: t.clock().Add(SocketTicketLifetime).Unix(),
-		Session: sessionEnd.Unix()})
+		Session: sessionEnd.Unix(), SessionID: sessionID})
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return socketTicketPrefix + payload + "." + t.mac(payload)
 }
@@ -64,23 +77,23 @@ func (t *SocketTickets) Issue(userID, orgID string, sessionEnd time.Time) string
 // IsSocketTicket reports whether token is a ticket (not a JWT).
 func IsSocketTicket(token string) bool { return strings.HasPrefix(token, socketTicketPrefix) }
 
-// Verify checks a ticket: the user, organization and session expiry it carries; ok is false
-// for a forged, malformed or expired ticket.
-func (t *SocketTickets) Verify(ticket string) (userID, orgID string, sessionEnd time.Time, ok bool) {
+// Verify checks a ticket and returns what it carries; ok is false for a forged, malformed or
+// expired ticket. Whether its session was revoked is the caller's to check.
+func (t *SocketTickets) Verify(ticket string) (Ticket, bool) {
 	payload, mac, found := strings.Cut(strings.TrimPrefix(ticket, socketTicketPrefix), ".")
 	if !IsSocketTicket(ticket) || !found || !hmac.Equal([]byte(mac), []byte(t.mac(payload))) {
-		return "", "", time.Time{}, false
+		return Ticket{}, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	var c ticketClaims
 	if err != nil || json.Unmarshal(raw, &c) != nil || c.UserID == "" || c.OrgID == "" {
-		return "", "", time.Time{}, false
+		return Ticket{}, false
 	}
 	now := t.clock()
 	if now.Unix() >= c.Expires || now.Unix() >= c.Session {
-		return "", "", time.Time{}, false
+		return Ticket{}, false
 	}
-	return c.UserID, c.OrgID, time.Unix(c.Session, 0), true
+	return Ticket{UserID: c.UserID, OrgID: c.OrgID, SessionID: c.SessionID, SessionEnd: time.Unix(c.Session, 0)}, true
 }
 
 // socketToken answers a signed-in page's script with a socket ticket, {"token","expiresIn"}.
@@ -116,6 +129,6 @@ func (s *Server) socketToken(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"error":"Authentication required"}` + "\n"))
 		return
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": s.tickets.Issue(p.UserID, p.OrgID, claims.ExpiresAt),
+	_ = json.NewEncoder(w).Encode(map[string]any{"token": s.tickets.Issue(p.UserID, p.OrgID, claims.ID, claims.ExpiresAt),
 		"expiresIn": int(SocketTicketLifetime / time.Second)})
 }

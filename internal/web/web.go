@@ -81,6 +81,8 @@ type Identity interface {
 	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
 	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
 	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
+	// RevokeSession ends the session p came with (signing out).
+	RevokeSession(ctx context.Context, p *identity.Principal) error
 	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
 }
 
@@ -336,7 +338,8 @@ func stateOf(r *http.Request) *state {
 var errNoSession = errors.New("no session")
 
 // principalOf authenticates the session cookie as the API authenticates a bearer token: the
-// JWT is verified and the user re-read, so a suspended or deleted user is refused at once.
+// JWT is verified (a revoked one is refused) and the user re-read, so a suspended or deleted
+// user is refused at once.
 func (s *Server) principalOf(r *http.Request) (*identity.Principal, string, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
@@ -347,7 +350,11 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, string, erro
 		return nil, c.Value, err
 	}
 	p, err := s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
-	return p, c.Value, err
+	if err != nil {
+		return nil, c.Value, err
+	}
+	p.SessionID, p.SessionExpires = claims.ID, claims.ExpiresAt
+	return p, c.Value, nil
 }
 
 // signedIn serves h to a signed-in user; anyone else (no session, an expired token, a

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Plans", func(t *testing.T) { testPlans(t, open) })
 	t.Run("Integrations", func(t *testing.T) { testIntegrations(t, open) })
 	t.Run("TestCases", func(t *testing.T) { testTestCases(t, open) })
+	t.Run("RevokedTokens", func(t *testing.T) { testRevokedTokens(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

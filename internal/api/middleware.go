@@ -175,15 +175,8 @@ func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.Hand
 // Redis must not take the API down with it.
 func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var key string
-		if rule.Key == byOrg {
-			key = "rl:" + rule.Name + ":org:" + principalFrom(r).OrgID
-		} else {
-			key = "rl:" + rule.Name + ":ip:" + clientIP(r, s.proxies)
-		}
-		d, err := s.limiter.Allow(r.Context(), key, rule.Limit, rule.Window)
-		if err != nil {
-			s.log.Warn("rate limiter unavailable; request let through", "bucket", rule.Name, "err", err)
+		d, ok := take(s.limiter, s.proxies, s.log, rule, r, principalFrom(r))
+		if !ok {
 			next(w, r)
 			return
 		}
@@ -203,6 +196,26 @@ func (s *Server) rateLimit(rule Rule, next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// take draws r from the bucket of rule: the one way a request is counted, by the API's routes
+// and by the dashboard's actions (FormLimit) alike, so that a bucket is one counter whichever
+// door a request comes in by. The counter is the organization's of p for an
+// organization-keyed bucket, else the client IP's. ok is false when the limiter failed: the
+// request goes through, logged.
+func take(l *ratelimit.Limiter, proxies []netip.Prefix, log *slog.Logger, rule Rule, r *http.Request, p *identity.Principal) (d ratelimit.Decision, ok bool) {
+	var key string
+	if rule.Key == byOrg {
+		key = "rl:" + rule.Name + ":org:" + p.OrgID
+	} else {
+		key = "rl:" + rule.Name + ":ip:" + clientIP(r, proxies)
+	}
+	d, err := l.Allow(r.Context(), key, rule.Limit, rule.Window)
+	if err != nil {
+		log.Warn("rate limiter unavailable; request let through", "bucket", rule.Name, "err", err)
+		return d, false
+	}
+	return d, true
+}
+
 func retrySeconds(d time.Duration) int { return max(int((d+time.Second-1)/time.Second), 1) }
 
 func errRateLimited(secs int) *domain.Error {
@@ -210,29 +223,32 @@ func errRateLimited(secs int) *domain.Error {
 		fmt.Sprintf("Too many requests; try again in %d seconds", secs)).With("retryAfter", secs)
 }
 
-// FormLimit returns the rate limit of the API's public, IP-keyed buckets for pages that do
-// what a public route does (the dashboard's sign-in and signup forms): a page takes from the
-// route's own bucket, so it is no way around the route's limit. The function answers the
-// route's 429 error when the bucket is empty, and nil otherwise (a limiter failure lets the
-// request through, logged, as on the routes). limits nil: DefaultRateLimits.
-func FormLimit(l *ratelimit.Limiter, limits RateLimits, proxies []netip.Prefix, log *slog.Logger) func(r *http.Request, bucket string) error {
+// FormLimit returns the rate limit of the dashboard's pages, which do what the API's routes do:
+// a page's action names the bucket of the route doing the same (the invitation form the
+// "invite" of POST /api/invitations, the sign-in form "login"), and takes from the same
+// counter under the same key (the organization of p, the signed-in caller, or the client IP
+// for a public bucket), so a page is no way around the route's limit, nor the route around the
+// page's. The function answers the route's 429 error (with retryAfter) when the bucket is
+// empty, and nil otherwise (a limiter failure lets the request through, logged, as on the
+// routes). It panics on a bucket that does not exist, or on an organization-keyed bucket
+// without a caller: both are mistakes of the page. limits nil: DefaultRateLimits.
+func FormLimit(l *ratelimit.Limiter, limits RateLimits, proxies []netip.Prefix, log *slog.Logger) func(r *http.Request, bucket string, p *identity.Principal) error {
 	if limits == nil {
 		limits = DefaultRateLimits()
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return func(r *http.Request, bucket string) error {
+	return func(r *http.Request, bucket string, p *identity.Principal) error {
 		rule, ok := limits[bucket]
-		if !ok || rule.Key != byIP {
-			panic("api: no IP-keyed rate limit named " + bucket)
+		if !ok {
+			panic("api: no rate limit named " + bucket)
 		}
-		d, err := l.Allow(r.Context(), "rl:"+bucket+":ip:"+clientIP(r, proxies), rule.Limit, rule.Window)
-		if err != nil {
-			log.Warn("rate limiter unavailable; request let through", "bucket", bucket, "err", err)
-			return nil
+		if rule.Key == byOrg && p == nil {
+			panic("api: an organization-keyed limit without a caller: " + bucket)
 		}
-		if !d.Allowed {
+		rule.Name = bucket
+		if d, ok := take(l, proxies, log, rule, r, p); ok && !d.Allowed {
 			return errRateLimited(retrySeconds(d.RetryAfter))
 		}
 		return nil

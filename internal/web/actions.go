@@ -149,10 +149,19 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 
 // folders answers the queue form's folder suggestions for the chosen project or image: the
 // folders under the image's /app/tests as <option>s of the form's <datalist>, and what was
-// found (or why nothing was) in the form's status line, swapped out of band.
+// found (or why nothing was) in the form's status line, swapped out of band. It takes from the
+// bucket of GET /api/tests-structure, as it may make the engine pull the image; a refusal is a
+// 429 with the same parts, which the page's htmx is configured to swap in.
 func (s *Server) folders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ts, err := s.executions.TestsStructure(r.Context(), stateOf(r).p, strings.TrimSpace(q.Get("image")), q.Get("project"))
+	status := http.StatusOK
+	var ts *executions.TestsStructure
+	err := s.limited(w, r, "api")
+	if err != nil {
+		status = http.StatusTooManyRequests
+	} else {
+		ts, err = s.executions.TestsStructure(r.Context(), stateOf(r).p, strings.TrimSpace(q.Get("image")), q.Get("project"))
+	}
 	note := ""
 	switch {
 	case err != nil:
@@ -173,6 +182,7 @@ func (s *Server) folders(w http.ResponseWriter, r *http.Request) {
 		folders = ts.Folders
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	if err := folderOptions.Execute(w, struct {
 		Folders []string
 		Note    string

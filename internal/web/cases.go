@@ -23,20 +23,20 @@ const casesPath = "/test-cases"
 // integrations.
 func (s *Server) toolRoutes() {
 	s.mux.HandleFunc("GET /test-cases", s.signedIn(s.testCasesPage))
-	s.mux.HandleFunc("POST /test-cases", s.signedIn(s.csrf(s.createTestCase)))
-	s.mux.HandleFunc("POST /test-cases/import", s.signedIn(s.upload(s.csrf(s.importTestCases))))
+	s.mux.HandleFunc("POST /test-cases", s.signedIn(s.csrf(s.takes("api", s.createTestCase))))
+	s.mux.HandleFunc("POST /test-cases/import", s.signedIn(s.upload(s.takes("api", s.importTestCases))))
 	s.mux.HandleFunc("GET /test-cases/{id}", s.signedIn(s.testCasePage))
-	s.mux.HandleFunc("POST /test-cases/{id}", s.signedIn(s.csrf(s.updateTestCase)))
-	s.mux.HandleFunc("POST /test-cases/{id}/delete", s.signedIn(s.csrf(s.deleteTestCase)))
+	s.mux.HandleFunc("POST /test-cases/{id}", s.signedIn(s.csrf(s.takes("api", s.updateTestCase))))
+	s.mux.HandleFunc("POST /test-cases/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteTestCase))))
 	s.mux.HandleFunc("GET /planner", s.signedIn(s.plannerPage))
-	s.mux.HandleFunc("POST /planner", s.signedIn(s.csrf(s.generatePlan)))
+	s.mux.HandleFunc("POST /planner", s.signedIn(s.csrf(s.takes("strict", s.generatePlan))))
 	s.mux.HandleFunc("GET /planner/{id}", s.signedIn(s.planPage))
-	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.deletePlan)))
+	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
 	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
-	s.mux.HandleFunc("POST /settings/integrations/linear", s.signedIn(s.csrf(s.saveLinear)))
-	s.mux.HandleFunc("POST /settings/integrations/monday", s.signedIn(s.csrf(s.saveMonday)))
-	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.removeIntegration)))
-	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.createTicket)))
+	s.mux.HandleFunc("POST /settings/integrations/linear", s.signedIn(s.csrf(s.takes("strict", s.saveLinear))))
+	s.mux.HandleFunc("POST /settings/integrations/monday", s.signedIn(s.csrf(s.takes("strict", s.saveMonday))))
+	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
+	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
 }
 
 var errCasesOff = domain.Unavailable("Test cases not available", "Manual test cases are not available on this server")
@@ -227,24 +227,21 @@ func (s *Server) createTestCase(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, casesOf(c.ProjectID), "Test case "+c.Title+" created.")
 }
 
-// upload reads a multipart form (the CSV import) of at most the import's size plus its other
-// fields before the CSRF check, which then finds its field among them; a larger body is
-// refused, having changed nothing.
+// importForm bounds the CSV import's form: the file and the other fields.
+var importForm = formBound{bytes: testcases.MaxImportBytes + 64<<10, files: true,
+	tooLarge: "The file must be at most " + formatBytes(testcases.MaxImportBytes) + "."}
+
+// upload reads the CSV import's multipart form within importForm and checks its CSRF token
+// (checkedForm), and removes the form's temporary files once h is done.
 func (s *Server) upload(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, testcases.MaxImportBytes+64<<10)
-		if err := r.ParseMultipartForm(1 << 20); err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				s.errorPage(w, r, http.StatusRequestEntityTooLarge, "Request body too large",
-					"The file must be at most "+formatBytes(testcases.MaxImportBytes)+".")
-				return
-			}
-			s.errorPage(w, r, http.StatusBadRequest, "Invalid form", "The form could not be read.")
-			return
+		ok := s.checkedForm(w, r, importForm)
+		if r.MultipartForm != nil {
+			defer func() { _ = r.MultipartForm.RemoveAll() }()
 		}
-		defer func() { _ = r.MultipartForm.RemoveAll() }()
-		h(w, r)
+		if ok {
+			h(w, r)
+		}
 	}
 }
 

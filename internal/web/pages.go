@@ -132,12 +132,47 @@ func (s *Server) formErrorOf(r *http.Request, err error) *formError {
 	return fe
 }
 
-// limited takes r from the rate-limit bucket of the API route doing the same.
-func (s *Server) limited(r *http.Request, bucket string) error {
+// limited takes r from the rate-limit bucket of the API route doing the same action, counted as
+// the route counts it (by the signed-in caller's organization, or by client IP), and sets
+// Retry-After on w when the bucket is empty: the error says when to try again.
+func (s *Server) limited(w http.ResponseWriter, r *http.Request, bucket string) error {
 	if s.limit == nil {
 		return nil
 	}
-	return s.limit(r, bucket)
+	err := s.limit(r, bucket, stateOf(r).p)
+	var de *domain.Error
+	if errors.As(err, &de) {
+		if secs, ok := de.Fields["retryAfter"].(int); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+	}
+	return err
+}
+
+// takes serves a signed-in action after taking it from bucket, the rate-limit bucket of its
+// API twin (limited): when the bucket is empty, the answer is a 429 that says when to try
+// again and h does nothing. htmx swaps in no error answer, so to an htmx request the 429 sends
+// the browser back to the page it is on (HX-Redirect) with the refusal as its flash message.
+func (s *Server) takes(bucket string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := s.limited(w, r, bucket)
+		if err == nil {
+			h(w, r)
+			return
+		}
+		var de *domain.Error
+		if r.Header.Get("HX-Request") != "true" || !errors.As(err, &de) {
+			s.fail(w, r, err)
+			return
+		}
+		back := "/runs"
+		if u, perr := url.Parse(r.Header.Get("HX-Current-URL")); perr == nil && localPath(u.RequestURI()) != "" {
+			back = u.RequestURI()
+		}
+		s.setFlash(w, flash{Error: true, Text: de.Code + ": " + de.Message})
+		w.Header().Set("HX-Redirect", back)
+		w.WriteHeader(de.Status)
+	}
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +213,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	email, next := r.PostFormValue("email"), localPath(r.PostFormValue("next"))
-	err := s.limited(r, "login")
+	err := s.limited(w, r, "login")
 	var sess *identity.Session
 	if err == nil {
 		sess, err = s.identity.Login(r.Context(), email, r.PostFormValue("password"))
@@ -204,7 +239,7 @@ func (s *Server) signupPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 	in := identity.SignupInput{Email: r.PostFormValue("email"), Password: r.PostFormValue("password"),
 		Name: r.PostFormValue("name"), OrganizationName: r.PostFormValue("organizationName")}
-	err := s.limited(r, "signup")
+	err := s.limited(w, r, "signup")
 	var sess *identity.Session
 	if err == nil {
 		sess, err = s.identity.Signup(r.Context(), in)
@@ -262,11 +297,14 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 	var sessionToken string
 	var err error
 	if st.p != nil {
+		// As POST /api/invitations/accept.
 		var acc *identity.Accepted
-		if acc, err = s.identity.AcceptInvitation(r.Context(), st.p, token); err == nil {
-			sessionToken = acc.Token
+		if err = s.limited(w, r, "invitations"); err == nil {
+			if acc, err = s.identity.AcceptInvitation(r.Context(), st.p, token); err == nil {
+				sessionToken = acc.Token
+			}
 		}
-	} else if err = s.limited(r, "signup"); err == nil {
+	} else if err = s.limited(w, r, "signup"); err == nil {
 		var sess *identity.Session
 		sess, err = s.identity.Signup(r.Context(), identity.SignupInput{Email: r.PostFormValue("email"),
 			Password: r.PostFormValue("password"), Name: r.PostFormValue("name"), InviteToken: token})

@@ -21,6 +21,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -184,9 +185,11 @@ type Deps struct {
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
 	SecureCookies bool
-	// Limit takes a request of a public form from the API's rate-limit bucket of the same
-	// action ("login", "signup"), answering its 429 error when the bucket is empty; nil: no limit.
-	Limit func(r *http.Request, bucket string) error
+	// Limit takes a request from the API's rate-limit bucket of the route doing the same action
+	// ("login" for the sign-in form, "invite" for the invitation form…), counted as the route
+	// counts it (by p's organization, or by client IP for a public bucket), answering the
+	// route's 429 error when the bucket is empty; nil: no limit.
+	Limit func(r *http.Request, bucket string, p *identity.Principal) error
 	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
 	// report token), "" for none; nil: no report links.
 	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
@@ -213,7 +216,7 @@ type Server struct {
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
 	executable string
-	limit      func(r *http.Request, bucket string) error
+	limit      func(r *http.Request, bucket string, p *identity.Principal) error
 	tickets    *SocketTickets
 	log        *slog.Logger
 	clock      domain.Clock
@@ -259,27 +262,27 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
 	s.mux.HandleFunc("GET /runs/{taskId}/log", s.signedIn(s.runLog))
-	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.queueRun)))
+	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.takes("executions", s.queueRun))))
 	s.mux.HandleFunc("GET /runs/folders", s.signedIn(s.folders))
-	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.cancelRun)))
-	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.rerun)))
-	s.mux.HandleFunc("POST /runs/{taskId}/delete", s.signedIn(s.csrf(s.deleteRun)))
-	s.mux.HandleFunc("POST /runs/{taskId}/analysis", s.signedIn(s.csrf(s.reanalyse)))
-	s.mux.HandleFunc("POST /runs/{taskId}/triage", s.signedIn(s.csrf(s.triage)))
+	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.takes("executions", s.cancelRun))))
+	s.mux.HandleFunc("POST /runs/{taskId}/rerun", s.signedIn(s.csrf(s.takes("executions", s.rerun))))
+	s.mux.HandleFunc("POST /runs/{taskId}/delete", s.signedIn(s.csrf(s.takes("executions", s.deleteRun))))
+	s.mux.HandleFunc("POST /runs/{taskId}/analysis", s.signedIn(s.csrf(s.takes("executions", s.reanalyse))))
+	s.mux.HandleFunc("POST /runs/{taskId}/triage", s.signedIn(s.csrf(s.takes("executions", s.triage))))
 	s.mux.HandleFunc("GET /projects", s.signedIn(s.projects))
-	s.mux.HandleFunc("POST /projects", s.signedIn(s.csrf(s.createProject)))
+	s.mux.HandleFunc("POST /projects", s.signedIn(s.csrf(s.takes("api", s.createProject))))
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
-	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.updateProject)))
+	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.takes("api", s.updateProject))))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	s.memberRoutes()
 	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billingPage))
-	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.checkout)))
-	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.portal)))
+	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.takes("strict", s.checkout))))
+	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.takes("strict", s.portal))))
 	s.mux.HandleFunc("GET /settings", s.signedIn(s.settings))
-	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.updateOrganization)))
-	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.setDefaultModel)))
-	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.saveOwnKey)))
-	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.removeOwnKey)))
+	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.takes("strict", s.updateOrganization))))
+	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.takes("strict", s.setDefaultModel))))
+	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.takes("strict", s.saveOwnKey))))
+	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.takes("strict", s.removeOwnKey))))
 	s.toolRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
@@ -413,22 +416,100 @@ func (s *Server) csrfToken(kind, seed string) string {
 }
 
 // csrf refuses a state-changing request whose token (the form field csrf, or the
-// X-CSRF-Token header that htmx sends) is missing or is not the one of this session.
+// X-CSRF-Token header that htmx sends) is missing or is not the one of this session, having
+// read its form (checkedForm).
 func (s *Server) csrf(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(csrfHeader)
-		if got == "" {
-			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-			got = r.PostFormValue(csrfField)
+		if s.checkedForm(w, r, plainForm) {
+			h(w, r)
 		}
-		want := stateOf(r).csrf
-		if got == "" || want == "" || !hmac.Equal([]byte(got), []byte(want)) {
-			s.errorPage(w, r, http.StatusForbidden, "Request refused",
-				"This form has expired or did not come from this site. Go back, reload the page and try again.")
-			return
-		}
-		h(w, r)
 	}
+}
+
+// checkedForm reads r's form within b (readForm), whichever carries the CSRF token, and checks
+// the token: one in the header before the body is read, so that a forged request's body is not
+// even read, one in the form after. It answers the refusal itself.
+func (s *Server) checkedForm(w http.ResponseWriter, r *http.Request, b formBound) bool {
+	if r.Header.Get(csrfHeader) != "" {
+		return s.csrfValid(w, r) && s.readForm(w, r, b)
+	}
+	return s.readForm(w, r, b) && s.csrfValid(w, r)
+}
+
+// csrfValid checks the request's token, answering the 403 page when it is missing or wrong; a
+// token not in the header is looked for in the form already read.
+func (s *Server) csrfValid(w http.ResponseWriter, r *http.Request) bool {
+	got := r.Header.Get(csrfHeader)
+	if got == "" {
+		got = r.PostForm.Get(csrfField)
+	}
+	want := stateOf(r).csrf
+	if got == "" || want == "" || !hmac.Equal([]byte(got), []byte(want)) {
+		s.errorPage(w, r, http.StatusForbidden, "Request refused",
+			"This form has expired or did not come from this site. Go back, reload the page and try again.")
+		return false
+	}
+	return true
+}
+
+// formBound is how much of a form's body the server reads, and whether it may be a multipart
+// form (a route that takes a file).
+type formBound struct {
+	bytes int64
+	files bool
+	// tooLarge is the refusal of a larger body.
+	tooLarge string
+}
+
+// plainForm bounds the body of every form but the CSV import's (importForm): the longest
+// form (a test case's steps) is far from it, and a request that does not come from a page may
+// not make the server hold more. Sign-in and signup are posted before any session exists, so
+// this is what anyone may make the server read.
+var plainForm = formBound{bytes: 64 << 10, tooLarge: "The form must be at most 64 KiB. Nothing was changed."}
+
+// readForm reads r's form into r.PostForm before anything else parses it: at most b.bytes, in
+// memory; a multipart form only where b.files is set, with at most 1 MiB of it in memory and
+// the rest in temporary files (which the caller removes: net/http removes only those of the
+// request it made, not of one derived from it with a context). A body over the
+// bound (by its Content-Length, before any of it is read, or as it is read) is a 413 page, a
+// multipart body on a route that takes no file a 415, both before anything is parsed or
+// changed, and the connection is then closed rather than drained. Without this, net/http
+// parses a form lazily with its own bounds: 10 MB of a urlencoded form, and a multipart one
+// up to 32 MiB in memory and without bound on disk.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, b formBound) bool {
+	if r.ContentLength > b.bytes {
+		s.formRefused(w, r, http.StatusRequestEntityTooLarge, "Request body too large", b.tooLarge)
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	multipart := strings.HasPrefix(mt, "multipart/")
+	if multipart && !b.files {
+		s.formRefused(w, r, http.StatusUnsupportedMediaType, "Unsupported form",
+			"This form takes no file: it is sent as application/x-www-form-urlencoded. Nothing was changed.")
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, b.bytes)
+	var err error
+	if b.files {
+		err = r.ParseMultipartForm(1 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		s.formRefused(w, r, http.StatusRequestEntityTooLarge, "Request body too large", b.tooLarge)
+		return false
+	} else if err != nil {
+		s.formRefused(w, r, http.StatusBadRequest, "Invalid form", "The form could not be read.")
+		return false
+	}
+	return true
+}
+
+// formRefused answers a form that was not read, closing the connection: the rest of its body
+// is not read either.
+func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, status int, heading, message string) {
+	w.Header().Set("Connection", "close")
+	s.errorPage(w, r, status, heading, message)
 }
 
 func (s *Server) setSession(w http.ResponseWriter, token string) {

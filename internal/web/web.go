@@ -461,10 +461,11 @@ type formBound struct {
 	tooLarge string
 }
 
-// plainForm bounds the body of every form but the CSV import's (importForm): the longest
-// form (a test case's steps) is far from it, and a request that does not come from a page may
-// not make the server hold more. Sign-in and signup are posted before any session exists, so
-// this is what anyone may make the server read.
+// plainForm bounds the body of every form but the CSV import's (importForm): 64 KiB, the bound
+// the forms that carry their token as a field were always read with. It holds any sign-in,
+// setting, project or run form; a test case of more than some 60,000 characters of text is
+// refused (the API's JSON body takes up to 1 MiB). Sign-in and signup are posted before any
+// session exists, so this is what anyone may make the server read.
 var plainForm = formBound{bytes: 64 << 10, tooLarge: "The form must be at most 64 KiB. Nothing was changed."}
 
 // readForm reads r's form into r.PostForm before anything else parses it: at most b.bytes, in

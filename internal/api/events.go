@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -99,6 +100,10 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	// suspended user, a revoked key, a signed-out session), not at the next ping's re-check.
 	f := s.follow.Follow(e.OrganizationID, e.TaskID, streamOwners(p)...)
 	defer f.Close()
+	if p.SessionID != "" && s.revokedSince(r) { // signed out while this request was authenticated
+		writeDomainError(w, errInvalidToken)
+		return
+	}
 	if e, err = s.executions.Get(r.Context(), p, e.TaskID); err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
@@ -128,6 +133,15 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		!errors.Is(err, errFollowerGone) && !errors.As(err, &refused) {
 		s.log.Warn("streaming a run's events failed", "task", e.TaskID, "err", err)
 	}
+}
+
+// revokedSince reports whether the bearer token of r, verified by the middleware, was revoked
+// since: a revocation between the request's authentication and its Follow found no stream to
+// end, so the stream checks once more when registered (a cached verification, no I/O).
+func (s *Server) revokedSince(r *http.Request) bool {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	_, err := s.jwt.Verify(token)
+	return err != nil
 }
 
 var errFollowerGone = errors.New("the follower was dropped: it did not keep up")

@@ -147,7 +147,7 @@ func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.S
 				return realtime.Identity{}, err
 			}
 			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
-				ExpiresIn: t.SessionEnd.Sub(clock()), SessionID: t.SessionID}, nil
+				ExpiresIn: t.SessionEnd.Sub(clock()), SessionID: t.SessionID, Revoked: revoked(tokens, t.SessionID)}, nil
 		}
 		c, err := tokens.Verify(token) // refuses a revoked token
 		if err != nil {
@@ -158,8 +158,13 @@ func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.S
 			return realtime.Identity{}, err
 		}
 		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
-			ExpiresIn: c.ExpiresAt.Sub(clock()), SessionID: c.ID}, nil
+			ExpiresIn: c.ExpiresAt.Sub(clock()), SessionID: c.ID, Revoked: revoked(tokens, c.ID)}, nil
 	}
+}
+
+// revoked tells the hub whether a session was revoked while its socket's handshake was checked.
+func revoked(tokens *auth.Tokens, sessionID string) func() bool {
+	return func() bool { return tokens.Revoked(sessionID) }
 }
 
 var errBadTicket = errors.New("invalid or expired socket ticket")

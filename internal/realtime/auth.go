@@ -68,6 +68,11 @@ func (h *Hub) onConnection(s *socket.Socket) {
 		h.live.CompareAndDelete(connID, sid)
 		return
 	}
+	if id.Revoked != nil && id.Revoked() { // revoked while it was being checked
+		h.live.CompareAndDelete(connID, sid)
+		h.reject(s, errInvalidToken)
+		return
+	}
 	if id.ExpiresIn > 0 {
 		// Events stop with the token: the client must reconnect with a fresh one.
 		expiry := time.AfterFunc(id.ExpiresIn, func() { h.reject(s, errInvalidToken) })

@@ -64,6 +64,10 @@ type Identity struct {
 	// SessionID is the session whose token (or socket ticket) opened the socket: revoking the
 	// session ends it (EndTokenSessions).
 	SessionID string
+	// Revoked, when set, tells whether the credential was revoked since the Authenticator
+	// checked it. The hub asks once the socket is in its rooms: a revocation that came in
+	// between found no socket to end, and is caught here.
+	Revoked func() bool
 }
 
 // Authenticator verifies the handshake token (and re-reads the user, as every REST request does). Any error

@@ -168,10 +168,10 @@ func runnerID(dataDir string) string {
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
 }
 
-// cancelledRuns tells the runner routes which of a remote runner's runs a user asked to
-// cancel: the runs' own records, read (the heartbeat is what writes).
-func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
-	return func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
+// cancelledRuns tells the runner routes which of a remote runner process's runs a user asked
+// to cancel: the runs' own records, read (the heartbeat is what writes).
+func cancelledRuns(st store.Store) func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
+	return func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
 		var out []string
 		for _, id := range ids {
 			e, err := st.Executions().GetByID(ctx, id)
@@ -181,7 +181,7 @@ func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, id
 			if err != nil {
 				return nil, err
 			}
-			if e.RunnerID == runnerID && e.CancelRequested {
+			if e.RunnerID == runnerID && e.RunnerInstance == instance && e.CancelRequested {
 				out = append(out, id)
 			}
 		}

@@ -267,7 +267,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
 	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
 
-	s.handle("GET /api/runners", routeOpts{access: bearer, limit: "api"}, s.listRunners)
+	s.handle("GET /api/runners", routeOpts{access: bearer, limit: "api", operator: s.listAllRunners}, s.listRunners)
 
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -347,7 +347,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		PublicURL:      cfg.PublicURL,
 		ReportsURL:     cfg.ReportsURL,
 		Mounts:         map[string]http.Handler{"/socket.io/": hub.Handler(), peerhttp.Prefix: a.remote},
-		Runners:        runnerList{a.remote},
+		Runners:        runnerList{srv: a.remote, store: st},
 		Pages:          pages,
 		JWT:            jwt,
 		Limiter:        limiter,

@@ -19,7 +19,7 @@ const junitPassing = `<?xml version="1.0"?><testsuite name="bound" tests="1"><te
 // remoteClient is a `verdict runner` process's client to h: a random instance of its own.
 func remoteClient(t *testing.T, h *harness, name string) *peerhttp.Client {
 	t.Helper()
-	c, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: h.srv.URL, Secret: runnerSecret, Name: name, Slots: 1,
+	c, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: h.srv.URL, Secret: runnerSecret, Name: name, Slots: 4,
 		Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -173,6 +173,13 @@ func (s *Server) Runners(ctx context.Context) ([]Runner, error) {
 	return s.registry.List(ctx, s.clock().Add(-seenWithin))
 }
 
+// Authentic reports whether token is the runner secret, compared in constant time; false
+// when the server has none. The runners' operator presents it too (GET /api/runners).
+func (s *Server) Authentic(token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	return s.on && subtle.ConstantTimeCompare(sum[:], s.secret[:]) == 1
+}
+
 type ctxKey struct{}
 
 // caller is the runner a request comes from.
@@ -198,8 +205,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	sum := sha256.Sum256([]byte(token))
-	if !found || subtle.ConstantTimeCompare(sum[:], s.secret[:]) != 1 {
+	if !found || !s.Authentic(token) {
 		writeError(w, http.StatusUnauthorized, "Authentication required", "A runner authenticates with the server's runner secret")
 		return
 	}

@@ -81,6 +81,10 @@ func principalFrom(r *http.Request) *identity.Principal {
 type routeOpts struct {
 	access access
 	limit  string // bucket name in RateLimits; "" = none
+	// operator, when set, serves a request whose bearer token is the runner secret
+	// (Runners.Operator) in place of the route's own chain: the runners' operator is no user of
+	// any organization, so neither authentication nor an organization's rate limit applies.
+	operator http.HandlerFunc
 }
 
 // handle registers pattern with the middleware its options ask for, outermost first:
@@ -103,7 +107,23 @@ func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
 	if o.access != public {
 		next = s.authenticate(o.access == bearerOrKey, next)
 	}
+	if o.operator != nil {
+		next = s.operatorOr(o.operator, next)
+	}
 	s.mux.HandleFunc(pattern, next)
+}
+
+// operatorOr serves op when the request's bearer token is the runner secret, else next. The
+// check hashes the token once; only routes with an operator view pay it.
+func (s *Server) operatorOr(op, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && s.runners != nil &&
+			!isAPIKey(token) && s.runners.Operator(token) {
+			op(w, r)
+			return
+		}
+		next(w, r)
+	}
 }
 
 var (

@@ -183,10 +183,14 @@ func (d *openAPIDoc) access(op map[string]any) (access, error) {
 		return public, nil
 	case len(schemes) == 1 && schemes["bearerAuth"]:
 		return bearer, nil
+	case len(schemes) == 2 && schemes["bearerAuth"] && schemes["runnerSecret"]:
+		// A user's route the runners' operator may also call with the runner secret, which
+		// routeOpts.operator checks before the user's chain: to a request without it, bearer.
+		return bearer, nil
 	case len(schemes) == 2 && schemes["bearerAuth"] && schemes["apiKeyAuth"]:
 		return bearerOrKey, nil
 	}
-	return 0, fmt.Errorf("security %v matches none of: [] (public), bearerAuth, bearerAuth or apiKeyAuth", sec)
+	return 0, fmt.Errorf("security %v matches none of: [] (public), bearerAuth, bearerAuth or apiKeyAuth, bearerAuth or runnerSecret", sec)
 }
 
 func accessName(a access) string {

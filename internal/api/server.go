@@ -104,6 +104,7 @@ type Server struct {
 	limits         RateLimits
 	proxies        []netip.Prefix
 	ready          []Checker
+	readyLog       *readyLog
 	observe        Metrics
 	metricsHandler http.Handler
 	bodyTimeout    time.Duration
@@ -136,7 +137,7 @@ func New(d Deps) *Server {
 	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
 		integrations: d.Integrations, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
-		ready: d.Ready, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
 		s.reportsURL = strings.TrimRight(d.ReportsURL, "/")
 		s.reportsHost = reportsHost(s.reportsURL)
@@ -267,7 +268,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/webhooks/stripe", routeOpts{access: public, limit: "webhooks"}, s.stripeWebhook)
 	s.handle("GET /api/webhooks/test", routeOpts{access: public, limit: "webhooks"}, s.webhookTest)
 
-	s.handle("GET /api/runners", routeOpts{access: bearer, limit: "api"}, s.listRunners)
+	s.handle("GET /api/runners", routeOpts{access: bearer, limit: "api", operator: s.listAllRunners}, s.listRunners)
 
 	// Unknown /api routes answer JSON, not the mux's text 404.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -306,15 +307,19 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ok(w, obj{"status": "ok", "version": s.version})
 }
 
-// readyz reports each dependency; 503 when a required one fails.
+// readyz reports each dependency; 503 when a required one fails. The route is public, so it
+// says which check fails and never how: a dependency's error names its host and port. The
+// error goes to the log instead (readyLog).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	checks := obj{}
 	ready := true
 	for _, c := range s.ready {
-		if err := c.Check(ctx); err != nil {
-			checks[c.Name] = obj{"ok": false, "error": err.Error(), "optional": c.Optional}
+		err := c.Check(ctx)
+		s.readyLog.note(c, err, s.clock())
+		if err != nil {
+			checks[c.Name] = obj{"ok": false, "optional": c.Optional}
 			ready = ready && c.Optional
 		} else {
 			checks[c.Name] = obj{"ok": true}

@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
 	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
 	// run.Peer; a queued run wakes their waiting /api/runner/next.
-	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.Peer, Clock: clock, Log: log,
+	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.InstancePeer, Clock: clock, Log: log,
 		Cancelled: cancelledRuns(st)}
 	if a.redis != nil {
 		prefix := o.RedisPrefix
@@ -362,7 +362,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		PublicURL:      cfg.PublicURL,
 		ReportsURL:     cfg.ReportsURL,
 		Mounts:         map[string]http.Handler{"/socket.io/": hub.Handler(), peerhttp.Prefix: a.remote},
-		Runners:        runnerList{a.remote},
+		Runners:        runnerList{srv: a.remote, store: st},
 		Pages:          pages,
 		JWT:            jwt,
 		Limiter:        limiter,

@@ -176,10 +176,10 @@ func runnerID(dataDir string) string {
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
 }
 
-// cancelledRuns tells the runner routes which of a remote runner's runs a user asked to
-// cancel: the runs' own records, read (the heartbeat is what writes).
-func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
-	return func(ctx context.Context, runnerID string, ids []string) ([]string, error) {
+// cancelledRuns tells the runner routes which of a remote runner process's runs a user asked
+// to cancel: the runs' own records, read (the heartbeat is what writes).
+func cancelledRuns(st store.Store) func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
+	return func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
 		var out []string
 		for _, id := range ids {
 			e, err := st.Executions().GetByID(ctx, id)
@@ -189,7 +189,7 @@ func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, id
 			if err != nil {
 				return nil, err
 			}
-			if e.RunnerID == runnerID && e.CancelRequested {
+			if e.RunnerID == runnerID && e.RunnerInstance == instance && e.CancelRequested {
 				out = append(out, id)
 			}
 		}
@@ -198,13 +198,39 @@ func cancelledRuns(st store.Store) func(ctx context.Context, runnerID string, id
 }
 
 // runnerList is the API's list of remote runners: those that called the runner routes in the
-// last minute (of every replica, with Redis), for admins.
-type runnerList struct{ srv *peerhttp.Server }
+// last minute (of every replica, with Redis). The runners serve every organization, so an
+// organization's admin sees each runner's busy count as its own runs on it (read from the
+// runs, not from the runner's report) and its last call to the minute (how often a runner
+// calls follows the runs it carries); slots, the runner's configured size, depend on no
+// tenant. The operator, with the runner secret, sees the runners as they report themselves.
+type runnerList struct {
+	srv   *peerhttp.Server
+	store store.Store
+}
 
 func (l runnerList) ListRunners(ctx context.Context, p *identity.Principal) ([]api.RunnerInfo, error) {
 	if err := p.RequireAdmin(); err != nil {
 		return nil, err
 	}
+	seen, err := l.srv.Runners(ctx)
+	if err != nil || len(seen) == 0 {
+		return nil, err
+	}
+	mine, err := l.store.Executions().ActiveByRunner(ctx, p.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.RunnerInfo, len(seen))
+	for i, r := range seen {
+		out[i] = api.RunnerInfo{ID: r.ID, Name: r.Name, Backend: r.Backend, Slots: r.Slots, Busy: mine[r.ID],
+			LastSeenAt: r.LastSeenAt.Truncate(time.Minute)}
+	}
+	return out, nil
+}
+
+func (l runnerList) Operator(token string) bool { return l.srv.Authentic(token) }
+
+func (l runnerList) ListAllRunners(ctx context.Context) ([]api.RunnerInfo, error) {
 	seen, err := l.srv.Runners(ctx)
 	if err != nil {
 		return nil, err

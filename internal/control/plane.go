@@ -55,16 +55,24 @@ type Plane struct {
 
 // Peer is runnerID's door to the plane: the runs it claims are leased to runnerID, and its
 // calls about a run count only while runnerID holds it.
-func (p *Plane) Peer(runnerID string) run.Peer {
+func (p *Plane) Peer(runnerID string) run.Peer { return p.InstancePeer(runnerID, "") }
+
+// InstancePeer is the door of one process of runnerID, instance (a remote runner's random ID
+// of its start): the runs it claims record the instance too, and its calls about a run count
+// only when that process claimed it. Another process under the same runner ID (the same name
+// and secret) can report on none of them; a restarted runner is a new instance, and the runs
+// of its earlier life are left to their leases.
+func (p *Plane) InstancePeer(runnerID, instance string) run.Peer {
 	if p.Log == nil {
 		p.Log = slog.Default()
 	}
-	return &peer{Plane: p, runnerID: runnerID, held: map[string]*domain.Execution{}}
+	return &peer{Plane: p, runnerID: runnerID, instance: instance, held: map[string]*domain.Execution{}}
 }
 
 type peer struct {
 	*Plane
 	runnerID string
+	instance string
 	mu       sync.Mutex
 	held     map[string]*domain.Execution // runs claimed and not yet done, by ID
 }
@@ -76,7 +84,7 @@ func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns 
 func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
 	for {
 		now := p.Clock()
-		e, err := p.Store.Executions().Claim(ctx, p.runnerID, now, now.Add(lease), limitFor)
+		e, err := p.Store.Executions().Claim(ctx, p.runnerID, p.instance, now, now.Add(lease), limitFor)
 		if err != nil || e == nil {
 			return nil, err
 		}
@@ -104,7 +112,9 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 }
 
 // run is the claimed run id as this runner holds it: as claimed, or as stored when this
-// process did not claim it (run.ErrLeaseLost when another runner holds it).
+// door did not claim it (another replica's did, or this one restarted): run.ErrLeaseLost when
+// another runner, or another process of this runner, holds it. A run's runner and instance
+// are set once, by its claim, so the check holds for the call that follows it.
 func (p *peer) run(ctx context.Context, id string) (*domain.Execution, error) {
 	p.mu.Lock()
 	e := p.held[id]
@@ -113,13 +123,16 @@ func (p *peer) run(ctx context.Context, id string) (*domain.Execution, error) {
 		return e, nil
 	}
 	e, err := p.Store.Executions().GetByID(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && e.RunnerID != p.runnerID) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (e.RunnerID != p.runnerID || e.RunnerInstance != p.instance)) {
 		return nil, run.ErrLeaseLost
 	}
 	return e, err
 }
 
 func (p *peer) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	if _, err := p.run(ctx, id); err != nil {
+		return false, err // another process's run keeps its lease as it was
+	}
 	stop, err := p.Store.Executions().Heartbeat(ctx, id, p.runnerID, p.Clock().Add(lease))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, run.ErrLeaseLost

@@ -186,7 +186,11 @@ type Execution struct {
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
 
-	RunnerID        string
+	RunnerID string
+	// RunnerInstance is the runner process that claimed the run (a remote runner's random ID
+	// of the start it is in): only that process's calls about the run count. Empty for the
+	// embedded runner. Never shown to users.
+	RunnerInstance  string
 	ContainerID     string
 	LeaseUntil      *time.Time
 	CancelRequested bool

@@ -50,7 +50,8 @@ type Client struct {
 	log     *slog.Logger
 	backoff time.Duration
 	maxWait time.Duration
-	// instance tells this process from another runner of the same name.
+	// instance tells this process from another runner of the same name: the server binds the
+	// runs this process claims to it (128 random bits, drawn once per process).
 	instance string
 
 	mu     sync.Mutex
@@ -90,7 +91,7 @@ func NewClient(d ClientDeps) (*Client, error) {
 	}
 	return &Client{base: strings.TrimRight(d.URL, "/"), secret: d.Secret, name: d.Name, slots: strconv.Itoa(d.Slots),
 		backend: d.Backend, http: d.HTTP, log: d.Log, backoff: d.Backoff, maxWait: d.MaxBackoff,
-		instance: domain.RandomHex(8), leases: map[string]time.Time{}, ending: map[string]bool{}}, nil
+		instance: domain.RandomHex(16), leases: map[string]time.Time{}, ending: map[string]bool{}}, nil
 }
 
 var _ run.Peer = (*Client)(nil)

@@ -73,7 +73,7 @@ func (p *fakePeer) Done(ctx context.Context, id string, res run.Result) error {
 }
 
 func newServer(t *testing.T, peer *fakePeer) *Server {
-	return NewServer(ServerDeps{Secret: secret, Peer: func(id string) run.Peer { peer.runner = id; return peer }, Log: quiet,
+	return NewServer(ServerDeps{Secret: secret, Peer: func(id, _ string) run.Peer { peer.runner = id; return peer }, Log: quiet,
 		Wait: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
 }
 
@@ -144,7 +144,7 @@ func TestRunnerNameInUse(t *testing.T) {
 	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	s := NewServer(ServerDeps{Secret: secret, Peer: func(id string) run.Peer { return peer }, Log: quiet,
+	s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.Peer { return peer }, Log: quiet,
 		Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Clock: clock})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -174,13 +174,14 @@ func TestServerRefuses(t *testing.T) {
 	peer := &fakePeer{}
 	srv := httptest.NewServer(newServer(t, peer))
 	defer srv.Close()
-	off := httptest.NewServer(NewServer(ServerDeps{Peer: func(string) run.Peer { return peer }}))
+	off := httptest.NewServer(NewServer(ServerDeps{Peer: func(string, string) run.Peer { return peer }}))
 	defer off.Close()
-	post := func(base, auth, name, body string) int {
+	post := func(base, auth, name, instance, body string) int {
 		req, _ := http.NewRequest("POST", base+"/api/runner/next", strings.NewReader(body))
 		req.Header.Set("Authorization", auth)
 		req.Header.Set(HeaderRunner, name)
 		req.Header.Set(HeaderSlots, "1")
+		req.Header.Set(HeaderInstance, instance)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -189,17 +190,19 @@ func TestServerRefuses(t *testing.T) {
 		return res.StatusCode
 	}
 	for _, c := range []struct {
-		base, auth, name, body string
-		want                   int
+		base, auth, name, instance, body string
+		want                             int
 	}{
-		{off.URL, "Bearer " + secret, "box", `{"leaseSeconds":30}`, 404},
-		{srv.URL, "Bearer nope", "box", `{"leaseSeconds":30}`, 401},
-		{srv.URL, secret, "box", `{"leaseSeconds":30}`, 401},
-		{srv.URL, "Bearer " + secret, "../x", `{"leaseSeconds":30}`, 400},
-		{srv.URL, "Bearer " + secret, "box", `{"leaseSeconds":30,"x":1}`, 400},
-		{srv.URL, "Bearer " + secret, "box", `{"leaseSeconds":0}`, 400},
+		{off.URL, "Bearer " + secret, "box", "0a1b", `{"leaseSeconds":30}`, 404},
+		{srv.URL, "Bearer nope", "box", "0a1b", `{"leaseSeconds":30}`, 401},
+		{srv.URL, secret, "box", "0a1b", `{"leaseSeconds":30}`, 401},
+		{srv.URL, "Bearer " + secret, "../x", "0a1b", `{"leaseSeconds":30}`, 400},
+		{srv.URL, "Bearer " + secret, "box", "", `{"leaseSeconds":30}`, 400},
+		{srv.URL, "Bearer " + secret, "box", "0A1B", `{"leaseSeconds":30}`, 400},
+		{srv.URL, "Bearer " + secret, "box", "0a1b", `{"leaseSeconds":30,"x":1}`, 400},
+		{srv.URL, "Bearer " + secret, "box", "0a1b", `{"leaseSeconds":0}`, 400},
 	} {
-		if got := post(c.base, c.auth, c.name, c.body); got != c.want {
+		if got := post(c.base, c.auth, c.name, c.instance, c.body); got != c.want {
 			t.Errorf("%+v: %d, want %d", c, got, c.want)
 		}
 	}
@@ -315,21 +318,22 @@ func TestCancelsReachTheRunner(t *testing.T) {
 		peer := &fakePeer{}
 		var mu sync.Mutex
 		cancelled := map[string]bool{}
-		s := NewServer(ServerDeps{Secret: secret, Peer: func(string) run.Peer { return peer }, Log: quiet,
+		var c *Client // the runner process the cancels are for
+		s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.Peer { return peer }, Log: quiet,
 			Wait: 5 * time.Second, Poll: 200 * time.Millisecond,
-			Cancelled: func(_ context.Context, runnerID string, ids []string) ([]string, error) {
+			Cancelled: func(_ context.Context, runnerID, instance string, ids []string) ([]string, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				var out []string
 				for _, id := range ids {
-					if cancelled[id] && runnerID == "remote:box" {
+					if cancelled[id] && runnerID == "remote:box" && instance == c.instance {
 						out = append(out, id)
 					}
 				}
 				return out, nil
 			}})
 		srv := httptest.NewServer(s)
-		c := newClient(t, srv.URL)
+		c = newClient(t, srv.URL)
 		ctx, stop := context.WithCancel(context.Background())
 		if w, err := c.Next(ctx, time.Minute); err != nil || w == nil {
 			t.Fatalf("next: %v %v", w, err)

@@ -23,8 +23,10 @@ import (
 // ServerDeps are what the runner routes need. Secret empty: every route answers 404.
 type ServerDeps struct {
 	Secret string
-	// Peer is the control plane's door for a runner ID (control.Plane.Peer).
-	Peer  func(runnerID string) run.Peer
+	// Peer is the control plane's door for one process of a runner ID, instance (the random ID
+	// the process sends in HeaderInstance; control.Plane.InstancePeer): the runs it claims are
+	// bound to that process, and its calls about another process's runs are refused.
+	Peer  func(runnerID, instance string) run.Peer
 	Clock domain.Clock
 	Log   *slog.Logger
 	// Wait bounds a /next long-poll [25s]; Poll is how often it looks for work when not woken [1s].
@@ -32,16 +34,16 @@ type ServerDeps struct {
 	Poll time.Duration
 	// Registry keeps the runners heard from [this replica's memory].
 	Registry Registry
-	// Cancelled tells which of ids, runs held by runner runnerID, a user asked to cancel; nil:
-	// runners hear of cancels only from their heartbeats.
-	Cancelled func(ctx context.Context, runnerID string, ids []string) ([]string, error)
+	// Cancelled tells which of ids, runs held by process instance of runner runnerID, a user
+	// asked to cancel; nil: runners hear of cancels only from their heartbeats.
+	Cancelled func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error)
 }
 
 // Server serves the runner routes and remembers, in memory, the runners that called them.
 type Server struct {
 	secret [sha256.Size]byte
 	on     bool
-	peer   func(string) run.Peer
+	peer   func(runnerID, instance string) run.Peer
 	clock  domain.Clock
 	log    *slog.Logger
 	wait   time.Duration
@@ -49,16 +51,30 @@ type Server struct {
 	mux    *http.ServeMux
 
 	registry  Registry
-	cancelled func(ctx context.Context, runnerID string, ids []string) ([]string, error)
+	cancelled func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error)
 
 	mu        sync.Mutex
-	peers     map[string]run.Peer  // by runner ID
-	published map[string]published // by runner name: what was last told the registry
-	claims    map[string]claimed   // by runner name and claim: runs handed out lately
-	wake      chan struct{}        // closed by Notify, then replaced
+	peers     map[peerKey]*peerEntry // by runner ID and process instance
+	published map[string]published   // by runner name: what was last told the registry
+	claims    map[string]claimed     // by runner name, instance and claim: runs handed out lately
+	wake      chan struct{}          // closed by Notify, then replaced
 	// cancelWake is closed by NotifyCancel (then replaced): a cancel was asked on this replica.
 	cancelWake chan struct{}
 }
+
+// peerKey names one process of a runner: its runner ID and instance.
+type peerKey struct{ runnerID, instance string }
+
+// peerEntry is a process's door to the control plane, and when it last called.
+type peerEntry struct {
+	peer run.Peer
+	used time.Time
+}
+
+// peerIdle is how long a process's door is kept after its last call: longer than any lease
+// (600 s at most), so a runner's held runs are remembered while it may still report on them;
+// the doors of processes gone (a runner restarts as a new instance) are dropped after it.
+const peerIdle = 15 * time.Minute
 
 // claimed is a run handed out for a claim, kept for claimKept so that a runner whose answer
 // was lost gets the same run when it asks again, instead of the run waiting out its lease.
@@ -126,7 +142,7 @@ func NewServer(d ServerDeps) *Server {
 		d.Registry = newMemoryRegistry()
 	}
 	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
-		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[string]run.Peer{},
+		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[peerKey]*peerEntry{},
 		published: map[string]published{}, claims: map[string]claimed{}, wake: make(chan struct{}),
 		cancelled: d.Cancelled, cancelWake: make(chan struct{})}
 	s.mux.HandleFunc("POST /api/runner/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -157,6 +173,13 @@ func (s *Server) Runners(ctx context.Context) ([]Runner, error) {
 	return s.registry.List(ctx, s.clock().Add(-seenWithin))
 }
 
+// Authentic reports whether token is the runner secret, compared in constant time; false
+// when the server has none. The runners' operator presents it too (GET /api/runners).
+func (s *Server) Authentic(token string) bool {
+	sum := sha256.Sum256([]byte(token))
+	return s.on && subtle.ConstantTimeCompare(sum[:], s.secret[:]) == 1
+}
+
 type ctxKey struct{}
 
 // caller is the runner a request comes from.
@@ -182,8 +205,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	sum := sha256.Sum256([]byte(token))
-	if !found || subtle.ConstantTimeCompare(sum[:], s.secret[:]) != 1 {
+	if !found || !s.Authentic(token) {
 		writeError(w, http.StatusUnauthorized, "Authentication required", "A runner authenticates with the server's runner secret")
 		return
 	}
@@ -204,11 +226,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "Validation error", HeaderBackend+" must be a backend name")
 		return
 	}
+	// The instance tells this process from any other presenting the same name and secret: the
+	// runs it claims are bound to it (ServerDeps.Peer), so it is required.
 	instance := r.Header.Get(HeaderInstance)
 	busy, berr := strconv.Atoi(r.Header.Get(HeaderBusy))
 	switch {
-	case instance != "" && !instanceRe.MatchString(instance):
-		writeError(w, http.StatusBadRequest, "Validation error", HeaderInstance+" must be up to 32 lower-case hex digits")
+	case !instanceRe.MatchString(instance):
+		writeError(w, http.StatusBadRequest, "Validation error", HeaderInstance+" must be 1 to 32 lower-case hex digits, random for each runner process")
 		return
 	case r.Header.Get(HeaderBusy) == "":
 		busy = 0
@@ -226,15 +250,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"(a runner restarted under its old name waits until the old process has been silent for "+nameHeldFor.String()+")")
 		return
 	}
-	s.mu.Lock()
-	id := RunnerID(name)
-	p := s.peers[id]
-	if p == nil {
-		p = s.peer(id)
-		s.peers[id] = p
-	}
-	s.mu.Unlock()
+	p := s.peerOf(peerKey{runnerID: RunnerID(name), instance: instance}, rn.LastSeenAt)
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, caller{name: name, peer: p, runner: rn, instance: instance})))
+}
+
+// peerOf is the door of process k, made on its first call; making one drops those unused for
+// peerIdle (new ones come only when a runner process starts, so this costs nothing per call).
+func (s *Server) peerOf(k peerKey, now time.Time) run.Peer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.peers[k]
+	if e == nil {
+		for old, o := range s.peers {
+			if now.Sub(o.used) >= peerIdle {
+				delete(s.peers, old)
+			}
+		}
+		e = &peerEntry{peer: s.peer(k.runnerID, k.instance)}
+		s.peers[k] = e
+	}
+	e.used = now
+	return e.peer
 }
 
 // hear tells the registry of a runner's call: always when it is claiming (the name must be
@@ -302,10 +338,11 @@ func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-// fail answers a Peer's error: a lost lease is 409, anything else 500 (logged).
+// fail answers a Peer's error: a lost lease is 409, anything else 500 (logged). A run another
+// process claimed (another instance, even of the same name) is a lost lease to this one.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, op string) {
 	if errors.Is(err, run.ErrLeaseLost) {
-		writeError(w, http.StatusConflict, "Lease lost", "This runner no longer holds the run")
+		writeError(w, http.StatusConflict, "Lease lost", "This runner process does not hold the run (its lease ran out, or another process claimed it)")
 		return
 	}
 	if r.Context().Err() == nil {
@@ -329,7 +366,7 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(r)
-	key := c.name + "/" + b.Claim
+	key := c.name + "/" + c.instance + "/" + b.Claim
 	if b.Claim != "" {
 		if work := s.claimedFor(key); work != nil {
 			w.Header().Set("Cache-Control", "no-store")
@@ -418,7 +455,7 @@ func (s *Server) cancels(w http.ResponseWriter, r *http.Request) {
 	var err error
 	s.longPoll(ctx, func() *chan struct{} { return &s.cancelWake }, func() bool {
 		if s.cancelled != nil && len(b.Runs) > 0 {
-			ids, err = s.cancelled(ctx, RunnerID(c.name), b.Runs)
+			ids, err = s.cancelled(ctx, RunnerID(c.name), c.instance, b.Runs)
 		}
 		return err != nil || len(ids) > 0
 	})

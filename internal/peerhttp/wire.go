@@ -14,8 +14,11 @@
 //	/api/runner/runs/{id}/done       Result → 204
 //
 // Every request carries `Authorization: Bearer <secret>` and the runner's identity:
-// X-Verdict-Runner (its name), X-Verdict-Runner-Slots and X-Verdict-Runner-Backend. A run this
-// runner no longer holds is 409; bad input is 400 with the API's error body.
+// X-Verdict-Runner (its name), X-Verdict-Runner-Slots, X-Verdict-Runner-Backend and
+// X-Verdict-Runner-Instance (random for each runner process). A run is bound to the process
+// that claimed it: a run this process does not hold (its lease ran out, or another process
+// claimed it, even one under the same name and secret) is 409; bad input is 400 with the API's
+// error body.
 package peerhttp
 
 import (
@@ -30,7 +33,8 @@ const (
 	HeaderRunner  = "X-Verdict-Runner"
 	HeaderSlots   = "X-Verdict-Runner-Slots"
 	HeaderBackend = "X-Verdict-Runner-Backend"
-	// HeaderInstance tells one runner process from another of the same name (random, per start).
+	// HeaderInstance tells one runner process from another of the same name (random, per start;
+	// required): the runs a process claims answer to its instance only.
 	HeaderInstance = "X-Verdict-Runner-Instance"
 	// HeaderBusy is how many runs the runner holds (claimed, not yet done).
 	HeaderBusy = "X-Verdict-Runner-Busy"

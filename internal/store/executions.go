@@ -62,17 +62,21 @@ type ExecutionRepo interface {
 	List(ctx context.Context, orgID string, f ExecutionFilter) ([]domain.Execution, int, error)
 	CountSince(ctx context.Context, orgID string, since time.Time) (int, error) // runs queued since
 	CountActive(ctx context.Context, orgID string) (int, error)                 // RUNNING or ANALYZING
+	// ActiveByRunner counts the organization's runs going (RUNNING or ANALYZING) by the runner
+	// ID that holds them; runners holding none of them are absent.
+	ActiveByRunner(ctx context.Context, orgID string) (map[string]int, error)
 	// ActiveCounts counts every organization's runs waiting (PENDING) and going (RUNNING or
 	// ANALYZING), for the metrics; one indexed query.
 	ActiveCounts(ctx context.Context) (pending, running int, err error)
 
-	// Claim atomically moves a PENDING execution to RUNNING for runnerID, with a lease until
+	// Claim atomically moves a PENDING execution to RUNNING for runnerID and its process
+	// instance (recorded as RunnerInstance; "" for the embedded runner), with a lease until
 	// leaseUntil: among organizations with a free run slot, one with the fewest runs going, and
 	// its oldest run (fair share: a long-running tenant never holds every slot as others queue).
 	// Slots per organization come from limitFor(plan). FIFO within an organization; an
 	// organization at its limit is skipped, so its backlog never blocks another's. Nil, nil
 	// when nothing is claimable.
-	Claim(ctx context.Context, runnerID string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
+	Claim(ctx context.Context, runnerID, instance string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
 	// SetQueueReason records why a PENDING run waits.
 	SetQueueReason(ctx context.Context, id, reason string) error
 	// Heartbeat extends the lease of a RUNNING execution held by runnerID and reports whether a

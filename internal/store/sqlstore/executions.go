@@ -25,7 +25,7 @@ type executionRepo struct{ s *Store }
 const executionColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
-	runner_id, container_id, lease_until, cancel_requested,
+	runner_id, runner_instance, container_id, lease_until, cancel_requested,
 	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
@@ -60,7 +60,7 @@ func newExecRow() *execRow {
 	x.dest = []any{&e.ID, &e.OrganizationID, &e.TaskID, &e.ProjectID, &e.Image, &e.Command, &e.Environment,
 		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &x.reportFolders, &e.EnvCipher, &x.envNames, &e.TriggeredBy,
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
-		&e.RunnerID, &e.ContainerID, &x.lease, &e.CancelRequested,
+		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
 		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels}
 	return x
 }
@@ -150,12 +150,12 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
 		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
-			nullMillis(e.FinishedAt), e.RunnerID, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
+			nullMillis(e.FinishedAt), e.RunnerID, e.RunnerInstance, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
 			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6])
 		if err != nil {
 			return err
@@ -480,6 +480,27 @@ func (r executionRepo) CountActive(ctx context.Context, orgID string) (int, erro
 		orgID, domain.ExecRunning, domain.ExecAnalyzing)
 }
 
+// ActiveByRunner counts the organization's RUNNING and ANALYZING runs by runner: one query on
+// the (organization_id, status) index.
+func (r executionRepo) ActiveByRunner(ctx context.Context, orgID string) (map[string]int, error) {
+	q := `SELECT runner_id, COUNT(*) FROM executions WHERE organization_id = ? AND status IN (?, ?) GROUP BY runner_id`
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), orgID, domain.ExecRunning, domain.ExecAnalyzing)
+	if err != nil {
+		return nil, r.s.mapErr(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var runner string
+		var n int
+		if err := rows.Scan(&runner, &n); err != nil {
+			return nil, err
+		}
+		out[runner] = n
+	}
+	return out, r.s.mapErr(rows.Err())
+}
+
 func (r executionRepo) ActiveCounts(ctx context.Context) (pending, running int, err error) {
 	q := `SELECT status, COUNT(*) FROM executions WHERE status IN (?, ?, ?) GROUP BY status`
 	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing)
@@ -531,7 +552,8 @@ var claimCandidate = func() string {
 		ORDER BY COALESCE(a.n, 0), e.queued_at, e.id LIMIT 1`
 }()
 
-// Claim moves the next claimable PENDING run (see claimCandidate) to RUNNING for runnerID. Choosing the run and
+// Claim moves the next claimable PENDING run (see claimCandidate) to RUNNING for runnerID, and
+// for its process instance (see domain.Execution.RunnerInstance). Choosing the run and
 // taking it happen in one transaction that no other claim can interleave with: on SQLite the
 // transaction holds the database's write lock from BEGIN; on PostgreSQL every claim first takes
 // one transaction-scoped advisory lock, so claims run one at a time across all replicas and
@@ -540,7 +562,7 @@ var claimCandidate = func() string {
 // impossible. Only claims add to the slots in use; a run finishing meanwhile only frees one.
 // A candidate cancelled or deleted between the two statements (those writers do not take the
 // lock) is skipped and the next one tried.
-func (r executionRepo) Claim(ctx context.Context, runnerID string, now, leaseUntil time.Time,
+func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now, leaseUntil time.Time,
 	limitFor func(domain.Plan) int) (*domain.Execution, error) {
 	args := make([]any, 0, 2*len(knownPlans)+4)
 	for _, p := range knownPlans {
@@ -565,10 +587,10 @@ func (r executionRepo) Claim(ctx context.Context, runnerID string, now, leaseUnt
 				return tx.mapErr(err)
 			}
 			e, err := get(ctx, tx, scanExecution, `UPDATE executions
-				SET status = ?, started_at = ?, runner_id = ?, lease_until = ?, queue_reason = ''
+				SET status = ?, started_at = ?, runner_id = ?, runner_instance = ?, lease_until = ?, queue_reason = ''
 				WHERE id = ? AND status = ?
 				RETURNING `+executionColumns,
-				domain.ExecRunning, millis(now), runnerID, millis(leaseUntil), id, domain.ExecPending)
+				domain.ExecRunning, millis(now), runnerID, instance, millis(leaseUntil), id, domain.ExecPending)
 			if errors.Is(err, store.ErrNotFound) {
 				continue // cancelled or deleted since the SELECT
 			}

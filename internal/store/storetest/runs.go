@@ -94,7 +94,7 @@ func (f *fixture) getRun(orgID, taskID string) *domain.Execution {
 // claim claims for runner with a lease of a minute from now.
 func (f *fixture) claim(runner string, now time.Time, limitFor func(domain.Plan) int) *domain.Execution {
 	f.t.Helper()
-	e, err := f.s.Executions().Claim(f.ctx, runner, now, now.Add(time.Minute), limitFor)
+	e, err := f.s.Executions().Claim(f.ctx, runner, "", now, now.Add(time.Minute), limitFor)
 	must(f.t, err)
 	return e
 }
@@ -222,6 +222,7 @@ func testExecutions(t *testing.T, open Opener) {
 			e.Status, e.QueueReason, e.Error, e.ExitCode = domain.ExecFailed, "", "1 test failed", ptr(1)
 			e.StartedAt, e.FinishedAt = ptr(base.Add(time.Second)), ptr(base.Add(time.Minute))
 			e.RunnerID, e.ContainerID, e.LeaseUntil, e.CancelRequested = "runner-1", "c0ffee", ptr(base.Add(time.Hour)), true
+			e.RunnerInstance = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 			e.Summary = domain.Summary{Total: 3, Passed: 1, Failed: 1, Skipped: 0, Flaky: 1}
 			e.Tests = []domain.TestResult{
 				{Name: "logs in", Suite: "auth", Status: domain.TestPassed, DurationMs: 1200},
@@ -382,6 +383,31 @@ func testExecutions(t *testing.T, open Opener) {
 		pending, running, err = f.s.Executions().ActiveCounts(f.ctx)
 		must(t, err)
 		equal(t, "pending and running (with analyzing) of every organization", [2]int{pending, running}, [2]int{2, 3})
+	})
+
+	t.Run("ActiveByRunner", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.orgOnPlan(domain.PlanEnterprise), f.orgOnPlan(domain.PlanEnterprise)
+		got, err := f.s.Executions().ActiveByRunner(f.ctx, o.ID)
+		must(t, err)
+		equal(t, "an organization with no runs", got, map[string]int{})
+		for i, c := range []struct {
+			runner string
+			status domain.ExecStatus
+		}{{"remote:a", domain.ExecRunning}, {"remote:a", domain.ExecAnalyzing}, {"remote:b", domain.ExecRunning},
+			{"remote:a", domain.ExecPassed}, {"remote:c", domain.ExecFailed}, {"", domain.ExecPending}} {
+			f.runWith(o.ID, base.Add(time.Duration(i)*time.Minute), func(e *domain.Execution) { e.RunnerID, e.Status = c.runner, c.status })
+		}
+		// Another organization's runs on the same runners count for it alone.
+		for range 3 {
+			f.runWith(other.ID, base, func(e *domain.Execution) { e.RunnerID, e.Status = "remote:a", domain.ExecRunning })
+		}
+		got, err = f.s.Executions().ActiveByRunner(f.ctx, o.ID)
+		must(t, err)
+		equal(t, "the organization's runs going, by runner", got, map[string]int{"remote:a": 2, "remote:b": 1})
+		got, err = f.s.Executions().ActiveByRunner(f.ctx, other.ID)
+		must(t, err)
+		equal(t, "the other organization's", got, map[string]int{"remote:a": 3})
 	})
 
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
@@ -679,6 +705,21 @@ func testClaim(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("RecordsTheInstance", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanTeam)
+		a, b := f.run(o.ID, base), f.run(o.ID, base.Add(time.Second))
+		got, err := f.s.Executions().Claim(f.ctx, "remote:box", "9c0ffee1", base, base.Add(time.Minute), oneSlot)
+		must(t, err)
+		want := claimed(a, "remote:box", base)
+		want.RunnerInstance = "9c0ffee1"
+		equal(t, "claimed by a process", got, want)
+		equal(t, "as stored", f.getRun(o.ID, a.TaskID), want)
+		// The embedded runner has no instance.
+		got = f.claim("embedded:host", base, oneSlot)
+		equal(t, "claimed by the embedded runner", got, claimed(b, "embedded:host", base))
+	})
+
 	t.Run("FIFOWithinOrganization", func(t *testing.T) {
 		f := setup(t, open)
 		o := f.orgOnPlan(domain.PlanEnterprise)
@@ -797,7 +838,7 @@ func testClaim(t *testing.T, open Opener) {
 			wg.Go(func() {
 				<-start
 				for range 5 {
-					e, err := f.s.Executions().Claim(f.ctx, fmt.Sprintf("runner-%d", g), base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(f.ctx, fmt.Sprintf("runner-%d", g), "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return
@@ -856,7 +897,7 @@ func testClaim(t *testing.T, open Opener) {
 						t.Errorf("runs not all finished in time: %d of %d", finished.Load(), runs)
 						return
 					}
-					e, err := f.s.Executions().Claim(ctx, runner, base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(ctx, runner, "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return
@@ -940,7 +981,7 @@ func testClaim(t *testing.T, open Opener) {
 			runner := fmt.Sprintf("runner-%d", g)
 			wg.Go(func() {
 				for claimedRuns.Load() < total && ctx.Err() == nil {
-					e, err := f.s.Executions().Claim(ctx, runner, base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(ctx, runner, "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return

@@ -229,7 +229,11 @@ func TestWebDashboard(t *testing.T) {
 	}
 	wantStatus(t, "lockout", last, 429, "Account temporarily locked")
 
-	// A suspended member's session ends at once.
+	// A suspended member's session ends at once. (Signing out above ended the admin's session:
+	// sign in again through the API.)
+	relogin := h.do("POST", "/api/auth/login", anon, map[string]any{"email": "ada@example.com", "password": password})
+	expect(t, relogin, 200, "")
+	admin = bearer(relogin.str("token"))
 	_, tok := h.invite(account{token: admin.token}, "bob@example.com", "developer")
 	bob := h.browser(t)
 	p = bob.get("/accept-invitation?token=" + tok)

@@ -731,6 +731,11 @@ func TestBrowserDashboard(t *testing.T) {
 			t.Errorf("a viewer's POST %s: %d, want 403", action, got)
 		}
 	}
+	// The admin signed out of the browser to accept the invitation, which ended that session:
+	// read the run with a new one.
+	relogin := c.h.do("POST", "/api/auth/login", anon, map[string]any{"email": "ada@example.com", "password": password})
+	expect(t, relogin, 200, "")
+	admin = bearer(relogin.str("token"))
 	if r := c.h.do("GET", "/api/executions/"+taskID, admin, nil); r.status != 200 {
 		t.Fatalf("the run after the viewer's refused delete: %s", r.raw)
 	}

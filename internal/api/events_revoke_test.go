@@ -27,16 +27,25 @@ func (v *revokedAfterOne) Verify(token string) (auth.Claims, error) {
 	return auth.Claims{ID: "s1", UserID: token, OrganizationID: testOrg, Role: testRoles[token]}, nil
 }
 
+// pendingRun is every run: pending, of the caller's organization.
+type pendingRun struct{ Executions }
+
+func (pendingRun) Get(_ context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	return &domain.Execution{ID: "e1", TaskID: taskID, OrganizationID: p.OrgID, Status: domain.ExecPending, QueuedAt: testNow}, nil
+}
+
+// GetListed is Get for a handler that reads the run without its results.
+func (r pendingRun) GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	return r.Get(ctx, p, taskID)
+}
+
 // An SSE stream whose session is revoked between the request's authentication and the
 // stream's registration (where a revocation would have ended it) is refused, not left open
 // until its next re-check.
 func TestSSERevokedWhileOpening(t *testing.T) {
 	f := follow.New(follow.Options{})
 	defer f.Close()
-	execs := stubExecutions{get: func(p *identity.Principal, taskID string) (*domain.Execution, error) {
-		return &domain.Execution{ID: "e1", TaskID: taskID, OrganizationID: p.OrgID, Status: domain.ExecPending, QueuedAt: testNow}, nil
-	}}
-	s := New(Deps{Identity: stubIdentity{}, Executions: execs, Billing: stubBilling{}, JWT: &revokedAfterOne{}, Follow: f,
+	s := New(Deps{Identity: stubIdentity{}, Executions: pendingRun{}, Billing: stubBilling{}, JWT: &revokedAfterOne{}, Follow: f,
 		Limiter: ratelimit.NewMemoryLimiter(domain.SystemClock), Log: slog.New(slog.DiscardHandler), Clock: func() time.Time { return testNow }})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -401,6 +401,13 @@ func TestLeaseExpiry(t *testing.T) {
 	defer b.Close()
 	e := &domain.Execution{ID: domain.NewID(), OrganizationID: admin.orgID, TaskID: "orphan", Image: slowImage,
 		Status: domain.ExecPending, QueuedAt: time.Now().UTC(), TriggeredBy: admin.id}
+	// The container starts before the run is claimed: starting it can take longer than the
+	// one-second lease, and the reaper may end the run the moment the lease runs out.
+	id, err := b.Start(ctx, run.Spec{Name: "verdict-test-" + e.ID, Image: slowImage, Args: []string{"sleep"},
+		Labels: map[string]string{run.LabelManaged: "true", run.LabelOrg: admin.orgID, run.LabelTask: "orphan"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Executions().Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -408,11 +415,6 @@ func TestLeaseExpiry(t *testing.T) {
 	c, err := st.Executions().Claim(ctx, "dead-runner", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 })
 	if err != nil || c == nil || c.TaskID != "orphan" {
 		t.Fatalf("claim: %+v %v", c, err)
-	}
-	id, err := b.Start(ctx, run.Spec{Name: "verdict-test-" + e.ID, Image: slowImage, Args: []string{"sleep"},
-		Labels: map[string]string{run.LabelManaged: "true", run.LabelOrg: admin.orgID, run.LabelTask: "orphan"}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := st.Executions().SetContainer(ctx, e.ID, id); err != nil {
 		t.Fatal(err)

@@ -17,10 +17,12 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +85,24 @@ type Options struct {
 	// the server's own; "*" allows any. Requests without an Origin header (CI clients, scripts)
 	// are always let through: the token, not the origin, is the credential.
 	AllowedOrigins []string
+
+	// What one client or tenant may make this replica hold (limits.go); zero takes the default.
+	// QueueBytes bounds the bytes waiting to be written to one connection [DefaultQueueBytes]:
+	// a connection past it is closed. QueueTotal bounds them for all connections together
+	// [DefaultQueueTotal]: past it, each connection with more than a sixteenth of QueueBytes
+	// waiting and nothing written for half a second is closed.
+	QueueBytes int64
+	QueueTotal int64
+	// SocketsPerUser caps the live sockets of one user, and those of one API key
+	// [DefaultSocketsPerUser]; SocketsPerOrg those of one organization [DefaultSocketsPerOrg].
+	// Counted on this replica.
+	SocketsPerUser int
+	SocketsPerOrg  int
+	// RateLimit counts new sessions by client address and authenticated sockets by user or
+	// API key (BucketSocketIP, BucketSocket); nil: no rate limit.
+	RateLimit RateLimiter
+	// ClientIP is the address a new session is counted by; nil: the request's peer.
+	ClientIP func(*http.Request) string
 }
 
 const (
@@ -128,6 +148,17 @@ type Hub struct {
 
 	rejectGrace time.Duration // rejectedConnGrace; tests shorten it
 
+	// Bounds (limits.go).
+	queueBytes, queueTotal        int64
+	socketsPerUser, socketsPerOrg int
+	rateLimit                     RateLimiter
+	clientIP                      func(*http.Request) string
+	outboxes                      sync.Map // Engine.IO connection id -> *outbox
+	census                        census
+	queued, maxQueued             atomic.Int64
+	cut                           atomic.Uint64
+	cutLog                        throttle
+
 	dropped    atomic.Uint64
 	dropLog    throttle
 	redisLog   throttle
@@ -165,6 +196,16 @@ func New(opts Options) (*Hub, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		rejectGrace: rejectedConnGrace,
+
+		queueBytes:     cmp.Or(opts.QueueBytes, DefaultQueueBytes),
+		queueTotal:     cmp.Or(opts.QueueTotal, DefaultQueueTotal),
+		socketsPerUser: cmp.Or(opts.SocketsPerUser, DefaultSocketsPerUser),
+		socketsPerOrg:  cmp.Or(opts.SocketsPerOrg, DefaultSocketsPerOrg),
+		rateLimit:      opts.RateLimit,
+		clientIP:       opts.ClientIP,
+	}
+	if h.clientIP == nil {
+		h.clientIP = peerIP
 	}
 
 	sopts := socket.DefaultServerOptions()
@@ -194,6 +235,7 @@ func New(opts Options) (*Hub, error) {
 	_ = h.io.Engine().On("connection", func(args ...any) {
 		if c, ok := args[0].(engine.Socket); ok {
 			id := c.Id()
+			h.track(c)
 			h.sessions.markReady(id)
 			_ = c.Once("close", func(...any) { h.sessions.closed(id, c) })
 		}

@@ -15,6 +15,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/ratelimit"
+	"verdict/internal/testenv"
 )
 
 // stopReading connects a member over transport, reads up to auth-success and then never reads
@@ -54,54 +55,11 @@ func TestSocketThatStopsReadingIsCut(t *testing.T) {
 			reader := member(t, srv.URL, "websocket", "acme", "reader")
 			before := heapAlloc()
 
-			// 32 MiB of log, 32 KiB chunks of whole 1 KiB lines: far more than the bound and the
-			// loopback's socket buffers together.
-			const chunks, lineLen, linesPerChunk = 1024, 1024, 32
-			chunk := strings.Repeat(strings.Repeat("x", lineLen-1)+"\n", linesPerChunk)
-			total := chunks * len(chunk)
-			got := make(chan error, 1)
-			var linesRead atomic.Int64
-			go func() {
-				lines := 0
-				for lines < chunks*linesPerChunk {
-					var p string
-					select {
-					case p = <-reader.packets:
-					case <-reader.ended:
-						got <- errors.New("the reader's connection ended")
-						return
-					}
-					name, arg, _ := parseEvent(p)
-					if name != EventExecutionLog {
-						got <- fmt.Errorf("the reader got %q", p)
-						return
-					}
-					var l ExecutionLog
-					if err := json.Unmarshal(arg, &l); err != nil || l.Offset != int64(lines*lineLen) || len(l.Log)%lineLen != 0 {
-						got <- fmt.Errorf("the reader got an event at offset %d of %d bytes after %d lines (%v)", l.Offset, len(l.Log), lines, err)
-						return
-					}
-					lines += len(l.Log) / lineLen
-					linesRead.Store(int64(lines))
-				}
-				got <- nil
-			}()
-			// The reader reads as fast as it can, which on a loaded machine can be slow: the
-			// emitter waits while it is 1 MiB behind, so that what the test checks is that a
-			// client that keeps within the bound is never cut, whatever its pace.
-			for i := range chunks {
-				for int64(i*linesPerChunk)-linesRead.Load() > (1<<20)/lineLen {
-					time.Sleep(time.Millisecond)
-				}
-				h.Emit("acme", EventExecutionLog, ExecutionLog{TaskID: "t", Log: chunk, Offset: int64(i * len(chunk))})
-			}
-			select {
-			case err := <-got:
-				if err != nil {
-					t.Fatalf("%v; %+v", err, h.QueueStats())
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatalf("the reader did not get every line within 60s, only %d; %+v", linesRead.Load(), h.QueueStats())
+			// 32 MiB of log: far more than the bound and the loopback's socket buffers together.
+			const chunks = 1024
+			total := chunks * chunkLen
+			if err := emitToReader(h, "acme", reader, chunks); err != nil {
+				t.Fatalf("%v; %+v", err, h.QueueStats())
 			}
 			held := heapAlloc() - before
 			st := h.QueueStats()
@@ -390,6 +348,90 @@ func TestSocketRateLimitByUserAndKey(t *testing.T) {
 				t.Fatalf("u1's API key: %s %v", name, p)
 			}
 		})
+	}
+}
+
+// The log emitToReader sends: chunks of 32 whole lines of 1 KiB.
+const (
+	lineLen       = 1024
+	linesPerChunk = 32
+	chunkLen      = lineLen * linesPerChunk
+)
+
+// emitToReader emits n chunks of log to org through h and checks that reader gets every line,
+// in order. The reader reads as fast as it can, which on a loaded machine can be slow: the
+// emitter waits while it is 1 MiB behind, so that what is checked is that a client that keeps
+// within the bound is never cut, whatever its pace.
+func emitToReader(h *Hub, org string, reader *sioClient, n int) error {
+	chunk := strings.Repeat(strings.Repeat("x", lineLen-1)+"\n", linesPerChunk)
+	got := make(chan error, 1)
+	var linesRead atomic.Int64
+	go func() {
+		lines := 0
+		for lines < n*linesPerChunk {
+			var p string
+			select {
+			case p = <-reader.packets:
+			case <-reader.ended:
+				got <- errors.New("the reader's connection ended")
+				return
+			}
+			name, arg, _ := parseEvent(p)
+			if name != EventExecutionLog {
+				got <- fmt.Errorf("the reader got %q", p)
+				return
+			}
+			var l ExecutionLog
+			if err := json.Unmarshal(arg, &l); err != nil || l.Offset != int64(lines*lineLen) || len(l.Log)%lineLen != 0 {
+				got <- fmt.Errorf("the reader got an event at offset %d of %d bytes after %d lines (%v)", l.Offset, len(l.Log), lines, err)
+				return
+			}
+			lines += len(l.Log) / lineLen
+			linesRead.Store(int64(lines))
+		}
+		got <- nil
+	}()
+	for i := range n {
+		for int64(i*linesPerChunk)-linesRead.Load() > (1<<20)/lineLen {
+			select {
+			case err := <-got:
+				return err
+			case <-time.After(time.Millisecond):
+			}
+		}
+		h.Emit(org, EventExecutionLog, ExecutionLog{TaskID: "t", Log: chunk, Offset: int64(i * len(chunk))})
+	}
+	select {
+	case err := <-got:
+		return err
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("the reader did not get every line within 60s, only %d", linesRead.Load())
+	}
+}
+
+// With Redis, events another replica emits count in this replica's queues: its stalled client
+// is cut there too.
+func TestSocketThatStopsReadingIsCutOnAnyReplica(t *testing.T) {
+	redisURL, prefix := testenv.RedisURL(t), testenv.KeyPrefix(t)
+	hubA, _ := start(t, Options{RedisURL: redisURL, RedisPrefix: prefix})
+	hubB, srvB := start(t, Options{RedisURL: redisURL, RedisPrefix: prefix})
+	reader := member(t, srvB.URL, "websocket", "acme", "reader")
+	stalled := stopReading(t, srvB.URL, "websocket", "acme", "stalled")
+	awaitFanOut(t, hubA, "acme", reader)
+	if err := emitToReader(hubA, "acme", reader, 512); err != nil { // 16 MiB
+		t.Fatalf("%v; %+v", err, hubB.QueueStats())
+	}
+	if st := hubB.QueueStats(); st.Cut != 1 || st.MaxQueued > DefaultQueueBytes+2<<20 {
+		t.Fatalf("replica B: %+v, want the stalled client cut at its bound", st)
+	}
+	for {
+		if _, err := stalled.recv(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("the stalled client's session is still open: %v", err)
+			}
+			break
+		}
 	}
 }
 

@@ -52,13 +52,10 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	}
 
 	// Bounds (limits.go): how often, and how many at once, one user or key may connect.
-	counted := "user:" + id.UserID
-	if id.APIKeyID != "" {
-		counted = "key:" + id.APIKeyID
-	}
+	subjects := h.subjectsOf(id)
 	if h.rateLimit != nil {
 		ctx, cancel := context.WithTimeout(h.ctx, authTimeout)
-		ok, retry := h.rateLimit(ctx, BucketSocket, counted)
+		ok, retry := h.rateLimit(ctx, BucketSocket, subjects[0].key) // user:<id> or key:<id>
 		cancel()
 		if !ok {
 			secs := retrySeconds(retry)
@@ -66,13 +63,13 @@ func (h *Hub) onConnection(s *socket.Socket) {
 			return
 		}
 	}
-	subjects := h.subjectsOf(id)
 	if full := h.census.acquire(subjects); full != nil {
 		h.log.Info("socket refused: too many connections", "organization", id.OrganizationID, "counted", full.key, "cap", full.cap)
 		h.refuse(s, map[string]any{"error": errTooManySockets, "message": tooManyMessage(full)})
 		return
 	}
-	// Registered before Connected is read, so that one of the two always releases the count.
+	// Registered before Connected is read below: the listener or that check releases the
+	// count, whenever the socket leaves.
 	var releaseOnce sync.Once
 	release := func() { releaseOnce.Do(func() { h.census.release(subjects) }) }
 	_ = s.On("disconnect", func(...any) { release() })

@@ -12,6 +12,10 @@
 // balancer, because an Engine.IO session lives in the replica that made it; WebSocket clients
 // do not.
 //
+// What a client can make the hub hold is bounded: each connection's send queue, all of them
+// together, the live sockets of a user, an API key and an organization, and the rate of new
+// connections (limits.go).
+//
 // The server library (github.com/zishang520/socket.io v3.0.2) has connection-lifecycle bugs
 // that this package works around at its edges; sessions.go lists them.
 package realtime

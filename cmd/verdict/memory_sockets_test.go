@@ -121,7 +121,10 @@ func TestMemorySocketsThatStopReading(t *testing.T) {
 		t.Errorf("the reading connection: %v", err)
 	default:
 	}
-	if readLog.Load() != stored || stored < 20<<20 {
+	// The stored log may miss its tail on a loaded machine (the log stream that did not end
+	// after the container exited); what matters is that the reader has all there is, and that
+	// there was far more than the bounds.
+	if readLog.Load() != stored || stored < 16<<20 {
 		t.Errorf("the reading connection got %d bytes of the %d byte log", readLog.Load(), stored)
 	}
 }

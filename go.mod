@@ -28,6 +28,7 @@ require (
 	github.com/wneessen/go-mail v0.8.1
 	github.com/zishang520/socket.io/adapters/redis/v3 v3.0.2
 	github.com/zishang520/socket.io/clients/socket/v3 v3.0.1
+	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.2
 	github.com/zishang520/socket.io/servers/engine/v3 v3.0.2
 	github.com/zishang520/socket.io/servers/socket/v3 v3.0.2
 	github.com/zishang520/socket.io/v3 v3.0.2
@@ -132,7 +133,6 @@ require (
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	github.com/zishang520/socket.io/adapters/adapter/v3 v3.0.2 // indirect
 	github.com/zishang520/socket.io/clients/engine/v3 v3.0.1 // indirect
-	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.2 // indirect
 	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0 // indirect

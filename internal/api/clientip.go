@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// ClientIP is the address the per-IP rate limits count a request by (clientIP), for handlers
+// mounted beside the API's routes (the Socket.IO handshake's limit).
+func ClientIP(r *http.Request, trusted []netip.Prefix) string { return clientIP(r, trusted) }
+
 // clientIP is the socket peer, unless the peer is a trusted proxy: then the right-most address
 // of X-Forwarded-For that is not itself a trusted proxy. Left-most entries are
 // whatever the client wrote and are never believed.

@@ -31,6 +31,9 @@ type limitKey int
 const (
 	byIP limitKey = iota
 	byOrg
+	// byUserOrKey counts by user, or by API key for what a key opens: the Socket.IO hub's
+	// bucket (app hands it to internal/realtime), never a route's.
+	byUserOrKey
 )
 
 // Rule is one rate limit, counted in bucket Name: Limit requests per Window by GCRA (a full
@@ -64,6 +67,10 @@ func DefaultRateLimits() RateLimits {
 		// The payment provider delivers bursts (e.g. after an outage) from a
 		// few addresses; it retries what is refused.
 		"webhooks": {Limit: 600, Window: m, Key: byIP},
+		// Socket.IO: new sessions by client IP, before any other work is done for them, and
+		// authenticated sockets by user or API key (a dashboard page opens one per view).
+		"socket-ip": {Limit: 120, Window: m, Key: byIP},
+		"socket":    {Limit: 60, Window: m, Key: byUserOrKey},
 	}
 }
 
@@ -99,6 +106,9 @@ func (s *Server) handle(pattern string, o routeOpts, h http.HandlerFunc) {
 			panic("api: no rate limit named " + o.limit)
 		}
 		rule.Name = o.limit
+		if rule.Key == byUserOrKey {
+			panic("api: rate limit " + o.limit + " is the Socket.IO hub's, not a route's: " + pattern)
+		}
 		next = s.rateLimit(rule, next)
 		if rule.Key == byOrg && o.access == public {
 			panic("api: an organization-keyed limit on a public route: " + pattern)

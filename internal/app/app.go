@@ -201,8 +201,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	authenticate := func(ctx context.Context, token string) (realtime.Identity, error) {
 		return socketAuth(jwt, tickets, ids, clock)(ctx, token)
 	}
-	hub, err := realtime.New(realtime.Options{Authenticate: authenticate, RedisURL: cfg.RedisURL,
-		RedisPrefix: strings.TrimSuffix(o.RedisPrefix, ":"), Logger: log})
+	hubOpts, err := socketBounds(cfg, o.RateLimits, limiter, log)
+	if err != nil {
+		return nil, err
+	}
+	hubOpts.Authenticate, hubOpts.RedisURL, hubOpts.RedisPrefix, hubOpts.Logger = authenticate, cfg.RedisURL,
+		strings.TrimSuffix(o.RedisPrefix, ":"), log
+	hub, err := realtime.New(hubOpts)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: %w", err)
 	}

@@ -88,6 +88,12 @@ type Config struct {
 	BodyTimeout time.Duration `env:"VERDICT_BODY_TIMEOUT" envDefault:"30s"`
 	// RateLimits overrides rate-limit buckets by name: "executions=600/1m,api=200/1m".
 	RateLimits string `env:"VERDICT_RATE_LIMITS"`
+	// Socket.IO bounds, on each replica: live sockets per user (and per API key) and per
+	// organization, and the MiB waiting to be written to one connection and to all together.
+	SocketsPerUser     int `env:"VERDICT_SOCKETS_PER_USER" envDefault:"20"`
+	SocketsPerOrg      int `env:"VERDICT_SOCKETS_PER_ORG" envDefault:"200"`
+	SocketQueueMB      int `env:"VERDICT_SOCKET_QUEUE_MB" envDefault:"4"`
+	SocketQueueTotalMB int `env:"VERDICT_SOCKET_QUEUE_TOTAL_MB" envDefault:"64"`
 
 	// Failure analysis with a model: the server's own keys, used by organizations without a key
 	// of their own (none: the built-in analyser), and the providers' API addresses (empty: the
@@ -336,6 +342,18 @@ func (c *Config) finish() error {
 	}
 	if c.BodyTimeout < time.Second {
 		bad("VERDICT_BODY_TIMEOUT", "want at least 1s")
+	}
+	if c.SocketsPerUser < 1 || c.SocketsPerUser > 100000 {
+		bad("VERDICT_SOCKETS_PER_USER", "want 1..100000, got %d", c.SocketsPerUser)
+	}
+	if c.SocketsPerOrg < 1 || c.SocketsPerOrg > 1000000 {
+		bad("VERDICT_SOCKETS_PER_ORG", "want 1..1000000, got %d", c.SocketsPerOrg)
+	}
+	if c.SocketQueueMB < 1 || c.SocketQueueMB > 1024 {
+		bad("VERDICT_SOCKET_QUEUE_MB", "want 1..1024, got %d", c.SocketQueueMB)
+	}
+	if c.SocketQueueTotalMB < c.SocketQueueMB || c.SocketQueueTotalMB > 1<<20 {
+		bad("VERDICT_SOCKET_QUEUE_TOTAL_MB", "want VERDICT_SOCKET_QUEUE_MB (%d) up to 1048576, got %d", c.SocketQueueMB, c.SocketQueueTotalMB)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -51,6 +52,32 @@ func (h *Hub) onConnection(s *socket.Socket) {
 		return
 	}
 
+	// Bounds (limits.go): how often, and how many at once, one user or key may connect.
+	subjects := h.subjectsOf(id)
+	if h.rateLimit != nil {
+		ctx, cancel := context.WithTimeout(h.ctx, authTimeout)
+		ok, retry := h.rateLimit(ctx, BucketSocket, subjects[0].key) // user:<id> or key:<id>
+		cancel()
+		if !ok {
+			secs := retrySeconds(retry)
+			h.refuse(s, map[string]any{"error": errRateLimited, "message": rateLimitedMessage(secs), "retryAfter": secs})
+			return
+		}
+	}
+	if full := h.census.acquire(subjects); full != nil {
+		h.log.Info("socket refused: too many connections", "organization", id.OrganizationID, "counted", full.key, "cap", full.cap)
+		h.refuse(s, map[string]any{"error": errTooManySockets, "message": tooManyMessage(full)})
+		return
+	}
+	// Registered before Connected is read below: the listener or that check releases the
+	// count, whenever the socket leaves.
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { h.census.release(subjects) }) }
+	_ = s.On("disconnect", func(...any) { release() })
+	if o, ok := h.outboxes.Load(connID); ok {
+		o.(*outbox).who.Store(&id)
+	}
+
 	s.SetData(id)
 	h.live.Store(connID, sid)
 	// Join before auth-success: a client that has seen auth-success gets every later event.
@@ -66,6 +93,7 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	s.Join(rooms...)
 	if !s.Connected() { // left while the token was being checked
 		h.live.CompareAndDelete(connID, sid)
+		release()
 		return
 	}
 	if id.Revoked != nil && id.Revoked() { // revoked while it was being checked
@@ -98,7 +126,19 @@ const errIncompleteIdentity = identityError("authenticator returned an identity 
 // again) forever. After DISCONNECT ("io server disconnect") clients do not reconnect and close
 // the connection themselves; the timer closes it for clients that don't.
 func (h *Hub) reject(s *socket.Socket, msg string) {
-	_ = s.Emit(EventAuthError, map[string]any{"error": msg})
+	h.refuse(s, map[string]any{"error": msg})
+}
+
+// refuse is reject with a payload of more fields than error (message, retryAfter).
+func (h *Hub) refuse(s *socket.Socket, payload map[string]any) {
+	// Out of the organization's room (and the others) first: no event may follow auth-error,
+	// not even one broadcast while the library is still closing the socket.
+	for _, r := range s.Rooms().Keys() {
+		if r != socket.Room(s.Id()) {
+			s.Leave(r)
+		}
+	}
+	_ = s.Emit(EventAuthError, payload)
 	s.Disconnect(false)
 	conn := s.Conn()
 	time.AfterFunc(h.rejectGrace, func() {

@@ -47,6 +47,12 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeEngineError(w, http.StatusForbidden, "Origin not allowed")
 		return
 	}
+	// A new session (no sid: a handshake, by polling or straight over WebSocket) is counted by
+	// its client's address before the engine does anything for it (limits.go).
+	sid := r.URL.Query().Get("sid")
+	if sid == "" && !h.allowHandshake(w, r) {
+		return
+	}
 	// sessions.go explains the session bookkeeping below.
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		open := make(chan struct{})
@@ -60,7 +66,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(h.ctx, cancel)()
 	r = r.WithContext(ctx)
-	if sid := r.URL.Query().Get("sid"); sid != "" {
+	if sid != "" {
 		end := h.sessions.begin(ctx, sid, cancel) // waits until the session is ready
 		defer end()
 	}

@@ -12,15 +12,21 @@
 // balancer, because an Engine.IO session lives in the replica that made it; WebSocket clients
 // do not.
 //
+// What a client can make the hub hold is bounded: each connection's send queue, all of them
+// together, the live sockets of a user, an API key and an organization, and the rate of new
+// connections (limits.go).
+//
 // The server library (github.com/zishang520/socket.io v3.0.2) has connection-lifecycle bugs
 // that this package works around at its edges; sessions.go lists them.
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +96,24 @@ type Options struct {
 	// the server's own; "*" allows any. Requests without an Origin header (CI clients, scripts)
 	// are always let through: the token, not the origin, is the credential.
 	AllowedOrigins []string
+
+	// What one client or tenant may make this replica hold (limits.go); zero takes the default.
+	// QueueBytes bounds the bytes waiting to be written to one connection [DefaultQueueBytes]:
+	// a connection past it is closed. QueueTotal bounds them for all connections together
+	// [DefaultQueueTotal]: past it, each connection with more than a sixteenth of QueueBytes
+	// waiting and nothing written for half a second is closed.
+	QueueBytes int64
+	QueueTotal int64
+	// SocketsPerUser caps the live sockets of one user, and those of one API key
+	// [DefaultSocketsPerUser]; SocketsPerOrg those of one organization [DefaultSocketsPerOrg].
+	// Counted on this replica.
+	SocketsPerUser int
+	SocketsPerOrg  int
+	// RateLimit counts new sessions by client address and authenticated sockets by user or
+	// API key (BucketSocketIP, BucketSocket); nil: no rate limit.
+	RateLimit RateLimiter
+	// ClientIP is the address a new session is counted by; nil: the request's peer.
+	ClientIP func(*http.Request) string
 }
 
 const (
@@ -135,6 +159,17 @@ type Hub struct {
 
 	rejectGrace time.Duration // rejectedConnGrace; tests shorten it
 
+	// Bounds (limits.go).
+	queueBytes, queueTotal        int64
+	socketsPerUser, socketsPerOrg int
+	rateLimit                     RateLimiter
+	clientIP                      func(*http.Request) string
+	outboxes                      sync.Map // Engine.IO connection id -> *outbox
+	census                        census
+	queued, maxQueued             atomic.Int64
+	cut                           atomic.Uint64
+	cutLog                        throttle
+
 	dropped    atomic.Uint64
 	dropLog    throttle
 	redisLog   throttle
@@ -172,6 +207,16 @@ func New(opts Options) (*Hub, error) {
 		done:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		rejectGrace: rejectedConnGrace,
+
+		queueBytes:     cmp.Or(opts.QueueBytes, DefaultQueueBytes),
+		queueTotal:     cmp.Or(opts.QueueTotal, DefaultQueueTotal),
+		socketsPerUser: cmp.Or(opts.SocketsPerUser, DefaultSocketsPerUser),
+		socketsPerOrg:  cmp.Or(opts.SocketsPerOrg, DefaultSocketsPerOrg),
+		rateLimit:      opts.RateLimit,
+		clientIP:       opts.ClientIP,
+	}
+	if h.clientIP == nil {
+		h.clientIP = peerIP
 	}
 
 	sopts := socket.DefaultServerOptions()
@@ -201,6 +246,7 @@ func New(opts Options) (*Hub, error) {
 	_ = h.io.Engine().On("connection", func(args ...any) {
 		if c, ok := args[0].(engine.Socket); ok {
 			id := c.Id()
+			h.track(c)
 			h.sessions.markReady(id)
 			_ = c.Once("close", func(...any) { h.sessions.closed(id, c) })
 		}

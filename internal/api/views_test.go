@@ -248,14 +248,16 @@ func TestExecutionPageJSON(t *testing.T) {
 		page := executionPage{Executions: make([][]byte, n), Total: 42, Limit: 25, Offset: 5}
 		for i := range n {
 			items[i] = NewViews("https://v.example.com", "").ExecutionListItem(&runs[i], now)
-			b, err := json.Marshal(items[i])
+			b, err := MarshalView(items[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			page.Executions[i] = b
 		}
 		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(obj{"success": true, "data": struct {
+		enc := json.NewEncoder(&want) // as writeJSON encodes
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(obj{"success": true, "data": struct {
 			Executions []ExecutionListItem `json:"executions"`
 			Total      int                 `json:"total"`
 			Limit      int                 `json:"limit"`

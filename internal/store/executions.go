@@ -53,6 +53,11 @@ type ExecutionRepo interface {
 	Create(ctx context.Context, e *domain.Execution) error
 	// Get returns the organization's run taskID whole, with its Tickets.
 	Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
+	// GetListed returns the organization's run taskID as List shows it: without Tests,
+	// EnvCipher, ReportFolders, Analysis and Tickets, which are not read. For the routes that
+	// need a run's identity, status and reports, never its results (the report route, which
+	// reads it before its credential can be checked).
+	GetListed(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
 	// GetByID finds an execution by internal ID across organizations, whole, with its Tickets:
 	// for the run plane only, which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)

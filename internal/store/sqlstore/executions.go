@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"verdict/internal/domain"
 	"verdict/internal/store"
@@ -182,6 +182,12 @@ func (r executionRepo) Get(ctx context.Context, orgID, taskID string) (*domain.E
 		`SELECT `+executionColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID))
 }
 
+// GetListed reads the run as List does (listColumns): its parsed tests, analysis and sealed
+// variables are not read at all.
+func (r executionRepo) GetListed(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
+	return get(ctx, r.s, scanExecution, `SELECT `+listColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+}
+
 // GetByID is for the run plane only: it crosses organizations.
 func (r executionRepo) GetByID(ctx context.Context, id string) (*domain.Execution, error) {
 	return r.withTickets(ctx)(get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE id = ?`, id))
@@ -293,6 +299,40 @@ type listPage struct {
 	ids   []string
 	total int
 	final []domain.Execution
+}
+
+// pageBytes is what a cached page holds, for the page cache's bound: its IDs and its runs.
+func pageBytes(p listPage) int {
+	n := int(unsafe.Sizeof(p))
+	for _, id := range p.ids {
+		n += int(unsafe.Sizeof(id)) + len(id)
+	}
+	for i := range p.final {
+		n += executionBytes(&p.final[i])
+	}
+	return n
+}
+
+// executionBytes is what a run read from the database holds: the struct and its text.
+func executionBytes(e *domain.Execution) int {
+	n := int(unsafe.Sizeof(*e))
+	for _, s := range [...]string{e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment,
+		e.BaseURL, e.Folder, e.EnvCipher, e.TriggeredBy, e.QueueReason, e.Error, e.RunnerID, e.ContainerID} {
+		n += len(s)
+	}
+	for _, list := range [...][]string{e.ReportFolders, e.EnvNames, e.ReportDirs, e.Notes, e.ReportIndexes} {
+		for _, s := range list {
+			n += int(unsafe.Sizeof(s)) + len(s)
+		}
+	}
+	for k, v := range e.Labels {
+		n += 2*int(unsafe.Sizeof(k)) + len(k) + len(v)
+	}
+	for i := range e.Tests {
+		t := &e.Tests[i]
+		n += int(unsafe.Sizeof(*t)) + len(t.Name) + len(t.Suite) + len(t.Status) + len(t.Error)
+	}
+	return n
 }
 
 // pageKey names a page of an organization's run list in the page cache.
@@ -660,11 +700,11 @@ func analysisJSON(a *domain.Analysis) (any, error) {
 	if a == nil {
 		return nil, nil
 	}
-	j, err := json.Marshal(a)
+	j, err := marshalJSON(a)
 	if err != nil {
 		return nil, err
 	}
-	return string(j), nil
+	return j[0], nil
 }
 
 // Expired lists RUNNING and ANALYZING runs whose lease ended before now, the longest expired

@@ -103,10 +103,13 @@ type ExecutionRepo interface {
 	// ListPending lists PENDING executions oldest first (to explain why they wait).
 	ListPending(ctx context.Context, limit int) ([]domain.Execution, error)
 	// ListForImage lists an organization's finished runs of an image, newest first (metrics).
+	// Their tests are read newest first up to a bound of 16 MiB of stored results; the runs
+	// past it come without them.
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
 	// Outcomes lists the organization's runs queued at or after since that ended PASSED,
 	// FAILED, UNSTABLE or ERROR (not CANCELLED, not still going), newest queued first, at most
-	// limit (limit <= 0: none), with only what the run-health overview reads.
+	// limit (limit <= 0: none), with only what the run-health overview reads; their tests as
+	// ListFinishedForImage reads them (within 16 MiB, newest first).
 	Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]RunOutcome, error)
 }
 

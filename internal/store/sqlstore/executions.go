@@ -788,13 +788,27 @@ func (r executionRepo) ListPending(ctx context.Context, limit int) ([]domain.Exe
 	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, domain.ExecPending, limit)
 }
 
+// maxReadTestBytes bounds the stored tests that one read of many runs decodes (the run-health
+// overview, an image's insights): a run keeps up to domain.MaxKeptTestBytes of them, and the
+// overview reads up to 2000 runs. The newest runs' come first; a run past the bound is read
+// with no tests.
+const maxReadTestBytes = 16 << 20
+
+// boundedTests is the tests column of a read ordered newest first, '[]' for a run whose tests
+// would pass maxReadTestBytes with those of the runs before it: a running sum of their stored
+// sizes (OCTET_LENGTH, which needs no read of the text on either database). Its placeholder
+// takes maxReadTestBytes.
+const boundedTests = `CASE WHEN SUM(OCTET_LENGTH(tests)) OVER (ORDER BY queued_at DESC, id DESC ROWS UNBOUNDED PRECEDING)
+	<= CAST(? AS BIGINT) THEN tests ELSE '[]' END`
+
 // ListFinishedForImage lists the organization's runs of image in a final status (CANCELLED and
-// ERROR included), newest queued first; limit <= 0 lists all.
+// ERROR included), newest queued first, their tests within maxReadTestBytes; limit <= 0 lists
+// all.
 func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error) {
-	q := `SELECT ` + executionColumns + ` FROM executions
+	q := `SELECT ` + strings.Replace(executionColumns, "summary, tests,", "summary, "+boundedTests+",", 1) + ` FROM executions
 		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC`
-	args := []any{orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
+	args := []any{maxReadTestBytes, orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
 		domain.ExecCancelled}
 	if limit <= 0 {
 		return list(ctx, r.s, scanExecution, q, args...)
@@ -803,17 +817,17 @@ func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image st
 }
 
 // Outcomes reads the organization's finished runs (PASSED, FAILED, UNSTABLE, ERROR) queued at
-// or after since, newest first, at most limit: a range of the (organization_id, queued_at, id)
-// index read backwards, stopped after limit matching rows.
+// or after since, newest first, at most limit, their tests within maxReadTestBytes: a range of
+// the (organization_id, queued_at, id) index read backwards, stopped after limit matching rows.
 func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]store.RunOutcome, error) {
 	if limit <= 0 {
 		return []store.RunOutcome{}, nil
 	}
-	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, tests
+	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, ` + boundedTests + `
 		FROM executions
 		WHERE organization_id = ? AND queued_at >= ? AND status IN (?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`
-	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), orgID, millis(since),
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), maxReadTestBytes, orgID, millis(since),
 		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, limit)
 	if err != nil {
 		return nil, r.s.mapErr(err)

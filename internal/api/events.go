@@ -90,7 +90,9 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		since = n
 	}
 	p := principalFrom(r)
-	e, err := s.executions.Get(r.Context(), p, r.PathValue("taskId"))
+	// The stream reads the run as listed (no parsed results) until its final event, which
+	// reads it whole once.
+	e, err := s.executions.GetListed(r.Context(), p, r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
@@ -104,7 +106,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, errInvalidToken)
 		return
 	}
-	if e, err = s.executions.Get(r.Context(), p, e.TaskID); err != nil {
+	if e, err = s.executions.GetListed(r.Context(), p, e.TaskID); err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
 	}
@@ -359,14 +361,21 @@ func utf8Cut(text []byte) int {
 }
 
 // finish sends the rest of the stored log and the final execution-updated: view, or when nil,
-// the run as stored now.
+// the run as stored now, as an event shows it (Views.ExecutionEvent).
 func (st *sseStream) finish(ctx context.Context, view json.RawMessage) error {
 	if err := st.catchUp(ctx, -1); err != nil {
 		return err
 	}
 	if view == nil {
-		st.s.recordIndexes(ctx, st.e)
-		b, err := json.Marshal(st.s.views.Execution(st.e, st.s.clock()))
+		e, err := st.s.executions.Get(ctx, st.p, st.e.TaskID)
+		if err != nil {
+			return err
+		}
+		if e.ID != st.e.ID {
+			return errors.New("the run was replaced")
+		}
+		st.s.recordIndexes(ctx, e)
+		b, err := MarshalView(st.s.views.ExecutionEvent(e, st.s.clock()))
 		if err != nil {
 			return err
 		}
@@ -393,7 +402,7 @@ func (st *sseStream) ping(ctx context.Context) error {
 		return err
 	}
 	st.p = p
-	e, err := st.s.executions.Get(ctx, p, st.e.TaskID)
+	e, err := st.s.executions.GetListed(ctx, p, st.e.TaskID)
 	if err != nil {
 		return err
 	}

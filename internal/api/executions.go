@@ -3,8 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,7 +96,7 @@ func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Tim
 		s.recordIndexes(ctx, &c)
 		e = &c
 	}
-	b, err := json.Marshal(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
+	b, err := MarshalView(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
 	if err == nil && final {
 		s.finished.put(e.ID, b)
 	}
@@ -128,8 +128,10 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 	created(w, obj{"taskId": e.TaskID, "status": e.Status, "execution": s.views.Execution(e, s.clock())})
 }
 
-func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+// parseExecutionFilter reads the query of GET /api/executions: limit, offset, label (repeated),
+// status (comma-separated, any case), projectId and image. The executions service checks the
+// filter's parts further (executions.CheckFilter).
+func parseExecutionFilter(q url.Values) (store.ExecutionFilter, error) {
 	f := store.ExecutionFilter{ProjectID: q.Get("projectId"), Image: q.Get("image"), Limit: 25}
 	var bad *domain.Error
 	atoi := func(name string, def, lo, hi int) int {
@@ -146,25 +148,32 @@ func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
 	f.Limit = atoi("limit", 25, 1, 100)
 	f.Offset = atoi("offset", 0, 0, 1<<30)
 	if bad != nil {
-		writeDomainError(w, bad)
-		return
+		return f, bad
 	}
-	for _, v := range q["label"] {
+	labels := q["label"]
+	if len(labels) > domain.MaxLabels {
+		return f, domain.BadRequest("Validation error", "at most "+strconv.Itoa(domain.MaxLabels)+" label filters")
+	}
+	for _, v := range labels {
 		l, err := domain.ParseLabelFilter(v)
 		if err != nil {
-			s.fail(w, r, err, "Failed to list executions")
-			return
+			return f, err
 		}
 		f.Labels = append(f.Labels, l)
-	}
-	if len(f.Labels) > domain.MaxLabels {
-		writeDomainError(w, domain.BadRequest("Validation error", "at most "+strconv.Itoa(domain.MaxLabels)+" label filters"))
-		return
 	}
 	if st := q.Get("status"); st != "" {
 		for _, part := range strings.Split(st, ",") {
 			f.Statuses = append(f.Statuses, domain.ExecStatus(strings.ToUpper(strings.TrimSpace(part))))
 		}
+	}
+	return f, nil
+}
+
+func (s *Server) listExecutions(w http.ResponseWriter, r *http.Request) {
+	f, err := parseExecutionFilter(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err, "Failed to list executions")
+		return
 	}
 	list, total, err := s.executions.List(r.Context(), principalFrom(r), f)
 	if err != nil {

@@ -35,7 +35,8 @@ func (s *Server) executionLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	e, err := s.executions.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	// The log needs the run's ID and status, never its parsed results.
+	e, err := s.executions.GetListed(r.Context(), principalFrom(r), r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch logs")
 		return

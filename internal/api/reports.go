@@ -21,7 +21,8 @@ const reportCookie = "verdict_report"
 // to give: 404.
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
-	e, err := s.executions.Get(r.Context(), p, r.PathValue("taskId"))
+	// The links need the run's reports, never its parsed results.
+	e, err := s.executions.GetListed(r.Context(), p, r.PathValue("taskId"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to create report token")
 		return
@@ -90,16 +91,38 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		cookie = c.Value
 	}
 	credentials := !separate && (r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "")
-	if queryToken == "" && !inPath && cookie == "" && !credentials {
+	// What can be checked without the run is checked first, so that anonymous garbage costs no
+	// database read: a token's shape and expiry (its signature covers the run's ID, read
+	// below), and a bearer token's or API key's organization.
+	now := s.clock()
+	if cookie != "" && !report.Plausible(cookie, now) {
+		cookie = "" // a stale cookie: other credentials may still open the report
+	}
+	if (queryToken != "" && !report.Plausible(queryToken, now)) || (inPath && !report.Plausible(pathToken, now)) ||
+		(queryToken == "" && !inPath && cookie == "" && !credentials) {
 		notFound()
 		return
 	}
+	// principal tells whether the request's bearer token or API key is a member's of this
+	// organization, asked once.
+	checked, byCredentials := false, false
+	principal := func() bool {
+		if !checked {
+			p, err := s.principalOf(r)
+			checked, byCredentials = true, err == nil && p.OrgID == orgID
+		}
+		return byCredentials
+	}
+	if queryToken == "" && !inPath && cookie == "" && !principal() {
+		notFound()
+		return
+	}
+	// The run as listed: its parsed results are never read here.
 	e, err := s.executions.FindForReport(r.Context(), orgID, taskID)
 	if err != nil {
 		notFound()
 		return
 	}
-	now := s.clock()
 	// member checks a token's user as the API checks a bearer token's: still there, active, and
 	// in this organization (one indexed read; no cache, so a suspension counts at once).
 	member := func(userID string, err error) bool {
@@ -138,8 +161,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	case cookie != "" && member(s.signer.VerifyLink(cookie, orgID, e.ID, now)):
 		allowed = true
 	case credentials:
-		p, err := s.principalOf(r)
-		allowed = err == nil && p.OrgID == orgID
+		allowed = principal()
 	}
 	if !allowed {
 		notFound()

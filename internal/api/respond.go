@@ -28,7 +28,8 @@ var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooledBuffer = 256 << 10
 
 // writeJSON encodes v whole before writing, so the answer has a Content-Length (no chunking)
-// and an encoding failure is a clean 500 rather than half a body.
+// and an encoding failure is a clean 500 rather than half a body. <, > and & are written as
+// they are (see MarshalView).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -37,12 +38,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			jsonBuffers.Put(buf)
 		}
 	}()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		buf.Reset()
 		buf.WriteString(`{"error":"Internal server error","message":"The answer could not be encoded","success":false}` + "\n")
 		status = http.StatusInternalServerError
 	}
 	writeBody(w, status, buf.Bytes())
+}
+
+// MarshalView encodes a view for an answer or an event without escaping <, > and & (which
+// json.Marshal writes as six-byte escapes, for JSON pasted into HTML): answers are
+// application/json with nosniff and events text/event-stream, never read as HTML, and test
+// results full of those characters would take six times their size.
+func MarshalView(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // writeBody writes an encoded JSON answer.

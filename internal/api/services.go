@@ -62,6 +62,8 @@ type Executions interface {
 	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
 	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
 	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	// GetListed is Get without the run's tests, analysis and tickets, which it does not read.
+	GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
 	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	Delete(ctx context.Context, p *identity.Principal, taskID string) error

@@ -225,7 +225,14 @@ type ExecutionListItem struct {
 // execution-updated event show it.
 type Execution struct {
 	ExecutionListItem
+	// Tests are the tests the run kept (domain.KeepTests), in report order; an event lists the
+	// first of them only (ExecutionEvent).
 	Tests []domain.TestResult `json:"tests"`
+	// TestsNotKept counts the run's tests past what a run keeps: in the summary, not in Tests.
+	TestsNotKept int `json:"testsNotKept"`
+	// TestsOmitted counts the kept tests an event leaves out of Tests (0 in the REST answers,
+	// which list them all).
+	TestsOmitted int `json:"testsOmitted"`
 	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; null
 	// when there is none (yet). The list leaves it out.
 	Analysis *domain.Analysis `json:"analysis"`
@@ -278,6 +285,24 @@ func NewViews(publicURL, reportsURL string) Views {
 	return Views{reportOrigin: strings.TrimRight(publicURL, "/")}
 }
 
+// Bounds of the tests an execution-updated event carries: it goes to every member's socket
+// and follower, who get the rest from GET /api/executions/{taskId}. The Socket.IO library
+// escapes < and > in six bytes: an event's tests stay under 100 KiB on the wire.
+const (
+	EventTests     = 50
+	EventTestBytes = 16 << 10
+)
+
+// ExecutionEvent is the view of e that the execution-updated events carry: Execution, with
+// the first of its tests only (at most EventTests, EventTestBytes of JSON), failures first,
+// and TestsOmitted counting the others.
+func (v Views) ExecutionEvent(e *domain.Execution, now time.Time) Execution {
+	x := v.Execution(e, now)
+	x.Tests = domain.PickTests(x.Tests, EventTests, EventTestBytes)
+	x.TestsOmitted = len(e.Tests) - len(x.Tests)
+	return x
+}
+
 // Execution is the full view of e at now (its duration so far while it runs).
 func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 	tests := e.Tests
@@ -285,7 +310,7 @@ func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 		tests = []domain.TestResult{}
 	}
 	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis,
-		TrackerAIssues: []TrackerIssue{}, TrackerBItems: []TrackerItem{}}
+		TestsNotKept: max(e.Summary.Total-len(tests), 0), TrackerAIssues: []TrackerIssue{}, TrackerBItems: []TrackerItem{}}
 	for i := range e.Tickets {
 		switch t := &e.Tickets[i]; t.Provider {
 		case domain.ProviderLinear:

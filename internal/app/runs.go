@@ -34,9 +34,10 @@ type hubEvents struct {
 }
 
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
-	view := h.views.Execution(e, h.clock())
+	// The event's view carries the run's first tests only: it goes to every member.
+	view := h.views.ExecutionEvent(e, h.clock())
 	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
-	data, err := json.Marshal(view)
+	data, err := api.MarshalView(view)
 	if err != nil {
 		return
 	}

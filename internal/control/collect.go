@@ -100,7 +100,15 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 		for i := range tests {
 			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
 		}
-		f.Tests, f.Summary = tests, domain.Summarize(tests)
+		// The summary counts every test; the run keeps a bounded list of them, failures first,
+		// since every view of the run reads that list back whole.
+		var dropped int
+		f.Summary = domain.Summarize(tests)
+		f.Tests, dropped = domain.KeepTests(tests)
+		if dropped > 0 {
+			f.Notes = append(f.Notes, fmt.Sprintf("%d more tests were not kept: a run keeps at most %d tests and %d KiB "+
+				"of test results, failures first; the summary counts them all", dropped, domain.MaxKeptTests, domain.MaxKeptTestBytes>>10))
+		}
 	}
 	return f, nil
 }

@@ -120,5 +120,5 @@ func settledVerdict(e *domain.Execution) domain.ExecStatus {
 	if e.ExitCode != nil {
 		exit = *e.ExitCode
 	}
-	return domain.Verdict(exit, e.Tests)
+	return domain.Verdict(exit, e.Summary)
 }

@@ -89,11 +89,11 @@ func Summarize(tests []TestResult) Summary {
 	return s
 }
 
-// Verdict decides a finished container's status from its exit code and parsed tests, never
-// from log text: a failed test or a non-zero exit fails the run; all passing with some only on
-// retry is UNSTABLE.
-func Verdict(exitCode int, tests []TestResult) ExecStatus {
-	s := Summarize(tests)
+// Verdict decides a finished container's status from its exit code and the summary of its
+// parsed tests, never from log text: a failed test or a non-zero exit fails the run; all
+// passing with some only on retry is UNSTABLE. The summary counts every test the reports held,
+// also those a run does not keep (KeepTests).
+func Verdict(exitCode int, s Summary) ExecStatus {
 	switch {
 	case s.Failed > 0:
 		return ExecFailed

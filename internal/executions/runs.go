@@ -3,7 +3,9 @@ package executions
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"verdict/internal/domain"
@@ -22,25 +24,69 @@ func (s *Service) Get(ctx context.Context, p *identity.Principal, taskID string)
 }
 
 // FindForReport finds a run of organization orgID for the report route, the one request that
-// reaches a service without a principal: its credential is checked after this lookup, because a
-// signed report link is bound to the execution's ID, which only the execution found here tells.
-// The caller checks the credential before serving anything of the run.
+// reaches a service without a principal: a signed report link is bound to the execution's ID,
+// which only the execution found here tells, so its signature is checked after this lookup.
+// The lookup is therefore as cheap as a run can be read: as listed, without its parsed results
+// or analysis. The caller checks the credential before serving anything of the run.
 func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
 	if !domain.ValidTaskID(taskID) {
 		return nil, errNotFound
 	}
-	e, err := s.store.Executions().Get(ctx, orgID, taskID)
+	e, err := s.store.Executions().GetListed(ctx, orgID, taskID)
 	return e, notFound(err, errNotFound)
 }
 
-// List lists the organization's runs, newest first.
+// GetListed returns a run of the caller's organization as the run list shows it: without its
+// tests, analysis and tickets, which are not read. For answers that need a run's identity,
+// status and reports only.
+func (s *Service) GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	if !domain.ValidTaskID(taskID) {
+		return nil, errNotFound
+	}
+	e, err := s.store.Executions().GetListed(ctx, p.OrgID, taskID)
+	return e, notFound(err, errNotFound)
+}
+
+// List lists the organization's runs, newest first, after CheckFilter.
 func (s *Service) List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error) {
-	for _, st := range f.Statuses {
-		if !st.Valid() {
-			return nil, 0, domain.BadRequest("Validation error", "unknown status "+quote(string(st)))
-		}
+	if err := CheckFilter(&f); err != nil {
+		return nil, 0, err
 	}
 	return s.store.Executions().List(ctx, p.OrgID, f)
+}
+
+// CheckFilter refuses a run-list filter that no run could match, as a 400 naming the filter,
+// and drops repeated statuses: every part of a filter is then as small as what a run holds,
+// wherever the filter goes (the query, the store's page cache, which keys on it). Statuses
+// are known ones; a project ID is an object ID (24 hexadecimal characters); an image is a
+// reference as a run is queued with (domain.ValidImage, at most 512 characters); labels are at
+// most domain.MaxLabels well-formed key:value pairs.
+func CheckFilter(f *store.ExecutionFilter) error {
+	statuses := f.Statuses[:0:0]
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return domain.BadRequest("Validation error", "unknown status "+quote(string(st)))
+		}
+		if !slices.Contains(statuses, st) {
+			statuses = append(statuses, st)
+		}
+	}
+	f.Statuses = statuses
+	if f.ProjectID != "" && !domain.IsObjectID(f.ProjectID) {
+		return domain.BadRequest("Validation error", "projectId filter "+quote(f.ProjectID)+" is not a project ID (24 hexadecimal characters)")
+	}
+	if f.Image != "" && !domain.ValidImage(f.Image) {
+		return domain.BadRequest("Validation error", "image filter "+quote(f.Image)+" is not a valid image reference (at most 512 characters)")
+	}
+	if len(f.Labels) > domain.MaxLabels {
+		return domain.BadRequest("Validation error", "at most "+strconv.Itoa(domain.MaxLabels)+" label filters")
+	}
+	for _, l := range f.Labels {
+		if _, err := domain.ParseLabelFilter(l.Key + ":" + l.Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadLog passes fn the log of e (a run found with Get) from byte offset from, a stored chunk

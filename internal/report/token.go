@@ -102,27 +102,48 @@ func (s *Signer) sign(purpose byte, orgID, execID, userID string, expiry time.Ti
 }
 
 func (s *Signer) verify(purpose byte, token, orgID, execID string, now time.Time) (string, error) {
-	if len(token) > maxExpDigits+maxUserID+macChars+2 {
+	exp, userID, mac, err := parseToken(token)
+	if err != nil {
+		return "", err
+	}
+	// The user ID is signed as written, so it too has one spelling.
+	if !hmac.Equal(mac, s.mac(purpose, exp, orgID, execID, userID)) {
 		return "", ErrTokenInvalid
+	}
+	if now.Unix() >= exp {
+		return "", ErrTokenExpired
+	}
+	return userID, nil
+}
+
+// Plausible reports whether token is well formed and unexpired at now: what can be told of it
+// without the run it names, whose execution ID its signature covers. The report route asks
+// this before it reads the run, so that garbage costs no database read; Verify and VerifyLink
+// still decide.
+func Plausible(token string, now time.Time) bool {
+	exp, _, _, err := parseToken(token)
+	return err == nil && now.Unix() < exp
+}
+
+// parseToken splits a token into its expiry, user ID and MAC, refusing every other spelling.
+func parseToken(token string) (exp int64, userID string, mac []byte, err error) {
+	if len(token) > maxExpDigits+maxUserID+macChars+2 {
+		return 0, "", nil, ErrTokenInvalid
 	}
 	expText, rest, ok := strings.Cut(token, ".")
 	userID, macText, ok2 := strings.Cut(rest, ".")
 	if !ok || !ok2 || len(expText) == 0 || len(expText) > maxExpDigits || !validUserID(userID) || len(macText) != macChars {
-		return "", ErrTokenInvalid
+		return 0, "", nil, ErrTokenInvalid
 	}
-	exp, err := strconv.ParseUint(expText, 36, 63)
+	e, err := strconv.ParseUint(expText, 36, 63)
 	if err != nil || strings.ToLower(expText) != expText || expText[0] == '0' {
-		return "", ErrTokenInvalid // one spelling per expiry, so a token cannot be re-spelled
+		return 0, "", nil, ErrTokenInvalid // one spelling per expiry, so a token cannot be re-spelled
 	}
-	// The user ID is signed as written, so it too has one spelling.
-	mac, err := base64.RawURLEncoding.Strict().DecodeString(macText)
-	if err != nil || !hmac.Equal(mac, s.mac(purpose, int64(exp), orgID, execID, userID)) {
-		return "", ErrTokenInvalid
+	mac, err = base64.RawURLEncoding.Strict().DecodeString(macText)
+	if err != nil {
+		return 0, "", nil, ErrTokenInvalid
 	}
-	if now.Unix() >= int64(exp) {
-		return "", ErrTokenExpired
-	}
-	return userID, nil
+	return int64(e), userID, mac, nil
 }
 
 // validUserID keeps a token URL-safe and its parts apart: no '.', nothing to escape.

@@ -320,7 +320,7 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 		ended.Reports = reports
 		return *ended
 	}
-	return Result{Status: domain.Verdict(exit, reports.Tests), ExitCode: &exit, Reports: reports}
+	return Result{Status: domain.Verdict(exit, reports.Summary), ExitCode: &exit, Reports: reports}
 }
 
 // endedBy tells whether the run's context ended on purpose: cancel, shutdown, lost lease.

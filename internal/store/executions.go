@@ -53,6 +53,11 @@ type ExecutionRepo interface {
 	Create(ctx context.Context, e *domain.Execution) error
 	// Get returns the organization's run taskID whole, with its Tickets.
 	Get(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
+	// GetListed returns the organization's run taskID as List shows it: without Tests,
+	// EnvCipher, ReportFolders, Analysis and Tickets, which are not read. For the routes that
+	// need a run's identity, status and reports, never its results (the report route, which
+	// reads it before its credential can be checked).
+	GetListed(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
 	// GetByID finds an execution by internal ID across organizations, whole, with its Tickets:
 	// for the run plane only, which acts on runs it was handed, never on a tenant's request.
 	GetByID(ctx context.Context, id string) (*domain.Execution, error)
@@ -102,10 +107,13 @@ type ExecutionRepo interface {
 	// ListPending lists PENDING executions oldest first (to explain why they wait).
 	ListPending(ctx context.Context, limit int) ([]domain.Execution, error)
 	// ListForImage lists an organization's finished runs of an image, newest first (metrics).
+	// Their tests are read newest first up to a bound of 16 MiB of stored results; the runs
+	// past it come without them.
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
 	// Outcomes lists the organization's runs queued at or after since that ended PASSED,
 	// FAILED, UNSTABLE or ERROR (not CANCELLED, not still going), newest queued first, at most
-	// limit (limit <= 0: none), with only what the run-health overview reads.
+	// limit (limit <= 0: none), with only what the run-health overview reads; their tests as
+	// ListFinishedForImage reads them (within 16 MiB, newest first).
 	Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]RunOutcome, error)
 }
 

@@ -456,11 +456,16 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 // logLimit bounds the log shown on a run's page; the API serves the whole log.
 const logLimit = 1 << 20
 
+// runTestsPage is how many tests a run's page shows at once, failures first; the others are
+// on further pages (?testsPage=). A test's message is up to 4 KiB, which HTML may write four
+// times as long: a page of tests stays under a megabyte.
+const runTestsPage = 50
+
 type runData struct {
 	Run       *domain.Execution
 	Project   string
 	Duration  string
-	Tests     []domain.TestResult // failures first
+	Tests     []domain.TestResult // one page of the kept tests, failures first
 	ReportURL string
 	Log       string
 	LogCut    bool
@@ -473,6 +478,11 @@ type runData struct {
 	AnalysisActions *analysisActions
 	// TicketButtons are the trackers a finished run may be filed in.
 	TicketButtons []ticketButton
+
+	// TestsFrom and TestsTo number the page's tests among the TestsKept the run kept (from 1);
+	// TestsNotKept are the run's tests past what a run keeps, counted in its summary only.
+	TestsFrom, TestsTo, TestsKept, TestsNotKept int
+	TestsPrevURL, TestsNextURL                  string
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -503,8 +513,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	d.Tests = append([]domain.TestResult(nil), e.Tests...)
-	slices.SortStableFunc(d.Tests, func(a, b domain.TestResult) int { return testRank(a) - testRank(b) })
+	s.pageTests(&d, r.URL.Query().Get("testsPage"))
 	if s.reportLink != nil {
 		d.ReportURL = s.reportLink(r.Context(), st.p, e)
 	}
@@ -538,7 +547,8 @@ func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "from must be a byte offset", http.StatusBadRequest)
 		return
 	}
-	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
+	// The log needs the run's ID and status, never its parsed results.
+	e, err := s.executions.GetListed(r.Context(), st.p, r.PathValue("taskId"))
 	if err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) {
@@ -565,17 +575,42 @@ func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// testRank orders a run's tests: failures first, then flaky, passed, skipped.
-func testRank(t domain.TestResult) int {
-	switch t.Status {
-	case domain.TestFailed:
-		return 0
-	case domain.TestFlaky:
-		return 1
-	case domain.TestPassed:
-		return 2
+// pageTests puts page (from 1; anything else is the first) of the run's kept tests in d,
+// failures first, then flaky, passed and skipped, in report order within each: a run keeps up
+// to domain.MaxKeptTests, far more than a page should hold.
+func (s *Server) pageTests(d *runData, page string) {
+	e := d.Run
+	d.TestsKept, d.TestsNotKept = len(e.Tests), max(e.Summary.Total-len(e.Tests), 0)
+	pages := max((len(e.Tests)+runTestsPage-1)/runTestsPage, 1)
+	n, err := strconv.Atoi(page)
+	if err != nil || n < 1 || n > pages {
+		n = 1
 	}
-	return 3
+	order := make([]int32, len(e.Tests))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return e.Tests[a].Rank() - e.Tests[b].Rank() })
+	from, to := (n-1)*runTestsPage, min(n*runTestsPage, len(e.Tests))
+	for _, i := range order[from:to] {
+		d.Tests = append(d.Tests, e.Tests[i])
+	}
+	if len(d.Tests) > 0 {
+		d.TestsFrom, d.TestsTo = from+1, to
+	}
+	pageURL := func(n int) string {
+		u := "/runs/" + url.PathEscape(e.TaskID)
+		if n > 1 {
+			u += "?testsPage=" + strconv.Itoa(n)
+		}
+		return u + "#tests"
+	}
+	if n > 1 {
+		d.TestsPrevURL = pageURL(n - 1)
+	}
+	if n < pages {
+		d.TestsNextURL = pageURL(n + 1)
+	}
 }
 
 func formatDuration(ms int64) string {

@@ -108,6 +108,8 @@ type Analyst interface {
 type Executions interface {
 	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
 	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
+	// GetListed is Get without the run's tests, analysis and tickets, which it does not read.
+	GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
 	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
 	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)

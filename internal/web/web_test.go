@@ -54,6 +54,10 @@ func (e execs) Get(_ context.Context, p *identity.Principal, taskID string) (*do
 	return e.run, nil
 }
 
+func (e execs) GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
+	return e.Get(ctx, p, taskID)
+}
+
 func (e execs) ReadLog(_ context.Context, _ *identity.Principal, _ *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error) {
 	b := []byte(e.log)[min(from, int64(len(e.log))):]
 	b = b[:min(limit, int64(len(b)))]

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"verdict/internal/domain"
 	"verdict/internal/store"
@@ -182,6 +182,12 @@ func (r executionRepo) Get(ctx context.Context, orgID, taskID string) (*domain.E
 		`SELECT `+executionColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID))
 }
 
+// GetListed reads the run as List does (listColumns): its parsed tests, analysis and sealed
+// variables are not read at all.
+func (r executionRepo) GetListed(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
+	return get(ctx, r.s, scanExecution, `SELECT `+listColumns+` FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+}
+
 // GetByID is for the run plane only: it crosses organizations.
 func (r executionRepo) GetByID(ctx context.Context, id string) (*domain.Execution, error) {
 	return r.withTickets(ctx)(get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE id = ?`, id))
@@ -293,6 +299,40 @@ type listPage struct {
 	ids   []string
 	total int
 	final []domain.Execution
+}
+
+// pageBytes is what a cached page holds, for the page cache's bound: its IDs and its runs.
+func pageBytes(p listPage) int {
+	n := int(unsafe.Sizeof(p))
+	for _, id := range p.ids {
+		n += int(unsafe.Sizeof(id)) + len(id)
+	}
+	for i := range p.final {
+		n += executionBytes(&p.final[i])
+	}
+	return n
+}
+
+// executionBytes is what a run read from the database holds: the struct and its text.
+func executionBytes(e *domain.Execution) int {
+	n := int(unsafe.Sizeof(*e))
+	for _, s := range [...]string{e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment,
+		e.BaseURL, e.Folder, e.EnvCipher, e.TriggeredBy, e.QueueReason, e.Error, e.RunnerID, e.ContainerID} {
+		n += len(s)
+	}
+	for _, list := range [...][]string{e.ReportFolders, e.EnvNames, e.ReportDirs, e.Notes, e.ReportIndexes} {
+		for _, s := range list {
+			n += int(unsafe.Sizeof(s)) + len(s)
+		}
+	}
+	for k, v := range e.Labels {
+		n += 2*int(unsafe.Sizeof(k)) + len(k) + len(v)
+	}
+	for i := range e.Tests {
+		t := &e.Tests[i]
+		n += int(unsafe.Sizeof(*t)) + len(t.Name) + len(t.Suite) + len(t.Status) + len(t.Error)
+	}
+	return n
 }
 
 // pageKey names a page of an organization's run list in the page cache.
@@ -682,11 +722,11 @@ func analysisJSON(a *domain.Analysis) (any, error) {
 	if a == nil {
 		return nil, nil
 	}
-	j, err := json.Marshal(a)
+	j, err := marshalJSON(a)
 	if err != nil {
 		return nil, err
 	}
-	return string(j), nil
+	return j[0], nil
 }
 
 // Expired lists RUNNING and ANALYZING runs whose lease ended before now, the longest expired
@@ -770,13 +810,27 @@ func (r executionRepo) ListPending(ctx context.Context, limit int) ([]domain.Exe
 	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, domain.ExecPending, limit)
 }
 
+// maxReadTestBytes bounds the stored tests that one read of many runs decodes (the run-health
+// overview, an image's insights): a run keeps up to domain.MaxKeptTestBytes of them, and the
+// overview reads up to 2000 runs. The newest runs' come first; a run past the bound is read
+// with no tests.
+const maxReadTestBytes = 16 << 20
+
+// boundedTests is the tests column of a read ordered newest first, '[]' for a run whose tests
+// would pass maxReadTestBytes with those of the runs before it: a running sum of their stored
+// sizes (OCTET_LENGTH, which needs no read of the text on either database). Its placeholder
+// takes maxReadTestBytes.
+const boundedTests = `CASE WHEN SUM(OCTET_LENGTH(tests)) OVER (ORDER BY queued_at DESC, id DESC ROWS UNBOUNDED PRECEDING)
+	<= CAST(? AS BIGINT) THEN tests ELSE '[]' END`
+
 // ListFinishedForImage lists the organization's runs of image in a final status (CANCELLED and
-// ERROR included), newest queued first; limit <= 0 lists all.
+// ERROR included), newest queued first, their tests within maxReadTestBytes; limit <= 0 lists
+// all.
 func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error) {
-	q := `SELECT ` + executionColumns + ` FROM executions
+	q := `SELECT ` + strings.Replace(executionColumns, "summary, tests,", "summary, "+boundedTests+",", 1) + ` FROM executions
 		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC`
-	args := []any{orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
+	args := []any{maxReadTestBytes, orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
 		domain.ExecCancelled}
 	if limit <= 0 {
 		return list(ctx, r.s, scanExecution, q, args...)
@@ -785,17 +839,17 @@ func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image st
 }
 
 // Outcomes reads the organization's finished runs (PASSED, FAILED, UNSTABLE, ERROR) queued at
-// or after since, newest first, at most limit: a range of the (organization_id, queued_at, id)
-// index read backwards, stopped after limit matching rows.
+// or after since, newest first, at most limit, their tests within maxReadTestBytes: a range of
+// the (organization_id, queued_at, id) index read backwards, stopped after limit matching rows.
 func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]store.RunOutcome, error) {
 	if limit <= 0 {
 		return []store.RunOutcome{}, nil
 	}
-	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, tests
+	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, ` + boundedTests + `
 		FROM executions
 		WHERE organization_id = ? AND queued_at >= ? AND status IN (?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`
-	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), orgID, millis(since),
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), maxReadTestBytes, orgID, millis(since),
 		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, limit)
 	if err != nil {
 		return nil, r.s.mapErr(err)

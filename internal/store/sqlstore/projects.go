@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -95,14 +97,26 @@ func (r projectRepo) Count(ctx context.Context, orgID string) (int, error) {
 // and read back as nil, an empty one as []/{}: what the caller stored is what it reads.
 func marshalJSON(values ...any) ([]string, error) {
 	out := make([]string, len(values))
+	var b bytes.Buffer
+	enc := newColumnEncoder(&b)
 	for i, v := range values {
-		j, err := json.Marshal(v)
-		if err != nil {
+		b.Reset()
+		if err := enc.Encode(v); err != nil {
 			return nil, err
 		}
-		out[i] = string(j)
+		out[i] = string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	}
 	return out, nil
+}
+
+// newColumnEncoder encodes JSON for a text column without escaping <, > and & (which
+// json.Marshal writes as six-byte escapes, for JSON pasted into HTML): a column is never served
+// as HTML, and test results full of those characters would take six times their size, in the
+// database and in every read of them.
+func newColumnEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 // unmarshalJSON decodes pairs of (column text, destination pointer).

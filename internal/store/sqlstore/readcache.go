@@ -67,23 +67,50 @@ func tableName(s string) string {
 	return strings.ToLower(name)
 }
 
-// maxCachedReads bounds each read cache.
-const maxCachedReads = 4096
+// Bounds of each read cache: its entries, and their bytes (keys and values, as the cache's size
+// function counts them). Keys are not only IDs: the run list's are its filters, which a client
+// writes, and its values are pages of up to 100 runs; a bound on entries alone let 4096 of
+// them hold gigabytes.
+const (
+	maxCachedReads = 4096
+	maxCachedBytes = 16 << 20
+	// cachedEntryBytes is what an entry costs beyond its key and value: its map slot and its
+	// place in the eviction order.
+	cachedEntryBytes = 128
+)
 
 // readCache keeps answers of one kind of read, each valid while its table's generation holds.
+// Past either bound the oldest answers go first.
 type readCache[V any] struct {
-	gen *atomic.Uint64
-	mu  sync.RWMutex
-	m   map[string]cachedRead[V]
+	gen      *atomic.Uint64
+	size     func(V) int // the bytes a value holds
+	maxItems int
+	maxBytes int
+
+	mu    sync.RWMutex
+	m     map[string]cachedRead[V]
+	order []cacheSlot // the keys in the order they were put, oldest first; see evict
+	bytes int         // of the entries in m
+	seq   uint64
 }
 
 type cachedRead[V any] struct {
-	gen uint64
-	v   V
+	gen  uint64
+	v    V
+	size int
+	seq  uint64 // the put that made it, which its slot in order names
 }
 
-func newReadCache[V any](gen *atomic.Uint64) *readCache[V] {
-	return &readCache[V]{gen: gen, m: make(map[string]cachedRead[V])}
+// cacheSlot is a place in the eviction order: the entry of key put by put number seq. A key
+// put again (or dropped) leaves its earlier slot behind, which names a seq no entry has.
+type cacheSlot struct {
+	key string
+	seq uint64
+}
+
+func newReadCache[V any](gen *atomic.Uint64, size func(V) int) *readCache[V] {
+	return &readCache[V]{gen: gen, size: size, maxItems: maxCachedReads, maxBytes: maxCachedBytes,
+		m: make(map[string]cachedRead[V])}
 }
 
 // get returns the answer kept under key if no write to its table came after its read.
@@ -101,19 +128,55 @@ func (c *readCache[V]) get(key string) (V, bool) {
 // now is the generation to pass to put: read it before the query whose answer is kept.
 func (c *readCache[V]) now() uint64 { return c.gen.Load() }
 
-// put keeps v, read by a query that started at generation gen; past the bound an arbitrary
-// entry makes room.
+// put keeps v, read by a query that started at generation gen, as the newest entry; past the
+// bounds the oldest entries make room. An answer that alone would take more than a quarter of
+// the bytes is not kept.
 func (c *readCache[V]) put(key string, gen uint64, v V) {
 	if gen != c.gen.Load() {
 		return // a write came in between: v may already be stale
 	}
+	size := len(key) + c.size(v) + cachedEntryBytes
+	if size > c.maxBytes/4 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[key]; !ok && len(c.m) >= maxCachedReads {
-		for k := range c.m {
-			delete(c.m, k)
-			break
+	if old, ok := c.m[key]; ok {
+		c.bytes -= old.size
+	}
+	c.seq++
+	c.m[key] = cachedRead[V]{gen: gen, v: v, size: size, seq: c.seq}
+	c.order = append(c.order, cacheSlot{key: key, seq: c.seq})
+	c.bytes += size
+	c.evict()
+}
+
+// evict drops the oldest entries until the cache is within its bounds, and sheds the slots of
+// keys put again since once they outnumber the live ones.
+func (c *readCache[V]) evict() {
+	for len(c.order) > 0 && (len(c.m) > c.maxItems || c.bytes > c.maxBytes) {
+		slot := c.order[0]
+		c.order[0] = cacheSlot{} // the array outlives the slice's start: let go of the key
+		c.order = c.order[1:]
+		if e, ok := c.m[slot.key]; ok && e.seq == slot.seq {
+			delete(c.m, slot.key)
+			c.bytes -= e.size
 		}
 	}
-	c.m[key] = cachedRead[V]{gen: gen, v: v}
+	if len(c.order) > 2*len(c.m)+64 {
+		live := make([]cacheSlot, 0, len(c.m))
+		for _, slot := range c.order {
+			if e, ok := c.m[slot.key]; ok && e.seq == slot.seq {
+				live = append(live, slot)
+			}
+		}
+		c.order = live
+	}
+}
+
+// stats are the cache's entries and bytes, for tests.
+func (c *readCache[V]) stats() (entries, bytes int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m), c.bytes
 }

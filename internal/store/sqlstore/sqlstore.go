@@ -138,8 +138,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	st.rdb, st.r = rdb, newStmtCache(rdb)
 	st.gens = &tableGens{}
-	st.users = newReadCache[domain.User](&st.gens.users)
-	st.pages = newReadCache[listPage](&st.gens.executions)
+	st.users = newReadCache(&st.gens.users, userBytes)
+	st.pages = newReadCache(&st.gens.executions, pageBytes)
 	return st, nil
 }
 

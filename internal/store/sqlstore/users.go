@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"time"
+	"unsafe"
 
 	"verdict/internal/domain"
 )
@@ -33,6 +34,12 @@ func (r userRepo) Create(ctx context.Context, u *domain.User) error {
 		u.ID, u.OrganizationID, u.Email, u.Name, u.PasswordHash, u.Role, u.Status,
 		nullMillis(u.LastLoginAt), millis(u.CreatedAt))
 	return err
+}
+
+// userBytes is what a cached user holds, for the user cache's bound.
+func userBytes(u domain.User) int {
+	return int(unsafe.Sizeof(u)) + len(u.ID) + len(u.OrganizationID) + len(u.Email) + len(u.Name) + len(u.PasswordHash) +
+		len(u.Role) + len(u.Status)
 }
 
 // Get reads the user; on SQLite from the user cache while no write to users came since (every

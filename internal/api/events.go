@@ -397,12 +397,21 @@ func (st *sseStream) ping(ctx context.Context) error {
 	if err := st.flush(); err != nil {
 		return err
 	}
+	// A database that is away cannot refuse the caller nor end the run: the stream goes on
+	// (a browser's EventSource does not come back after an error status) and the next ping
+	// checks again.
 	p, err := st.s.principalOf(st.r)
+	if errors.Is(err, domain.ErrUnavailable) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	st.p = p
 	e, err := st.s.executions.GetListed(ctx, p, st.e.TaskID)
+	if errors.Is(err, domain.ErrUnavailable) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

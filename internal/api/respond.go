@@ -96,11 +96,16 @@ func writeDomainError(w http.ResponseWriter, e *domain.Error) {
 	writeJSON(w, e.Status, body)
 }
 
-// fail answers with err: a *domain.Error as it is, anything else as a 500 carrying the
-// operation's documented error text (code) while the cause goes only to the log.
+// fail answers with err: a *domain.Error as it is, a dependency that is away (the database) as
+// a 503 with Retry-After, anything else as a 500 carrying the operation's documented error
+// text (code) while the cause goes only to the log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, code string) {
 	var de *domain.Error
 	if errors.As(err, &de) {
+		writeDomainError(w, de)
+		return
+	}
+	if de, away := s.outage.Refusal(err); away {
 		writeDomainError(w, de)
 		return
 	}

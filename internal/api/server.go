@@ -14,6 +14,7 @@ import (
 	"verdict/internal/auth"
 	"verdict/internal/domain"
 	"verdict/internal/follow"
+	"verdict/internal/outage"
 	"verdict/internal/ratelimit"
 	"verdict/internal/report"
 )
@@ -74,6 +75,9 @@ type Deps struct {
 	// MetricsHandler serves GET /metrics, checking its own token; nil: the route answers 404.
 	MetricsHandler http.Handler
 	Ready          []Checker
+	// Outage answers requests that meet a dependency that is away (503, counted, logged);
+	// nil: one of its own.
+	Outage *outage.Reporter
 	// BodyTimeout bounds the time to receive a request body (0: unbounded).
 	BodyTimeout time.Duration
 	Log         *slog.Logger
@@ -83,6 +87,7 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
+	outage         *outage.Reporter
 	identity       Identity
 	executions     Executions
 	billing        Billing
@@ -134,10 +139,13 @@ func New(d Deps) *Server {
 	if d.Follow == nil {
 		d.Follow = follow.New(follow.Options{Log: d.Log})
 	}
+	if d.Outage == nil {
+		d.Outage = &outage.Reporter{Log: d.Log}
+	}
 	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
 		integrations: d.Integrations, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
-		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
+		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
 		s.reportsURL = strings.TrimRight(d.ReportsURL, "/")
 		s.reportsHost = reportsHost(s.reportsURL)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,6 +35,7 @@ import (
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
 	"verdict/internal/metrics"
+	"verdict/internal/outage"
 	"verdict/internal/peerhttp"
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
@@ -118,7 +120,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	}
 
 	// The lockout counts failures in fixed windows (counters); the API's rate limits are GCRA
-	// (limiter). Both are shared through Redis when there is one.
+	// (limiter). Both are shared through Redis when there is one, and count in this replica's
+	// memory while Redis is away.
 	var counters ratelimit.Store
 	var limiter *ratelimit.Limiter
 	if cfg.RedisURL != "" {
@@ -135,8 +138,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		if prefix == "" {
 			prefix = "verdict:"
 		}
-		counters = ratelimit.NewRedisStore(a.redis, prefix, clock)
-		limiter = ratelimit.NewRedisLimiter(a.redis, prefix, clock)
+		counters = ratelimit.StoreWithFallback(ratelimit.NewRedisStore(a.redis, prefix, clock), clock, log)
+		limiter = ratelimit.NewRedisLimiter(a.redis, prefix, clock).WithFallback(log)
 	} else {
 		counters = ratelimit.NewMemoryStore(clock)
 		limiter = ratelimit.NewMemoryLimiter(clock)
@@ -199,7 +202,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	// The dashboard's pages open their sockets with tickets (web.SocketTickets), not the JWT.
 	tickets := web.NewSocketTickets(deriveKey(cfg.JWTSecret, "verdict socket tickets"), clock)
 	authenticate := func(ctx context.Context, token string) (realtime.Identity, error) {
-		return socketAuth(jwt, tickets, ids, clock)(ctx, token)
+		id, err := socketAuth(jwt, tickets, ids, clock)(ctx, token)
+		if errors.Is(err, domain.ErrUnavailable) {
+			err = fmt.Errorf("%w: %v", realtime.ErrUnavailable, err)
+		}
+		return id, err
 	}
 	hubOpts, err := socketBounds(cfg, o.RateLimits, limiter, log)
 	if err != nil {
@@ -348,7 +355,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
 	}
 	self, _ := os.Executable() // the CLI a CI job downloads; "" when unknown
-	pages := web.New(web.Deps{Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
+	// One reporter for the API and the dashboard: one count, one log line per outage.
+	away := &outage.Reporter{Log: log, Count: a.metrics.Unavailable, Clock: clock}
+	pages := web.New(web.Deps{Outage: away, Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
 		CSRFKey: deriveKey(cfg.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		ReportLink: reportLink, SocketTickets: tickets, Limit: api.FormLimit(limiter, limits, cfg.Proxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers})
@@ -376,6 +385,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		Ready:          a.readiness(),
 		Metrics:        a.metrics,
 		MetricsHandler: a.metrics.Handler(cfg.MetricsToken),
+		Outage:         away,
 		BodyTimeout:    cfg.BodyTimeout,
 		Log:            log,
 		Clock:          clock,

@@ -62,6 +62,7 @@ type Metrics struct {
 	requests     *prometheus.CounterVec
 	reqSeconds   *prometheus.HistogramVec
 	webhooks     *prometheus.CounterVec
+	unavailable  *prometheus.CounterVec
 	routes       sync.Map // route → *routeInstruments
 }
 
@@ -100,7 +101,12 @@ func New(version string, src Sources, log *slog.Logger) *Metrics {
 			Name: "verdict_webhooks_total",
 			Help: "Payment-provider webhook deliveries, by outcome (applied, ignored, error, duplicate, rejected, failed).",
 		}, []string{"outcome"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "verdict_unavailable_total",
+			Help: "Requests answered 503 because a dependency was away, by dependency (database).",
+		}, []string{"dependency"}),
 	}
+	m.unavailable.WithLabelValues("database")
 	for _, s := range []domain.ExecStatus{domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled} {
 		m.runsFinished.WithLabelValues(string(s))
 	}
@@ -113,7 +119,7 @@ func New(version string, src Sources, log *slog.Logger) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		build, m.runsFinished, m.queueSeconds, m.runSeconds, m.requests, m.reqSeconds, m.webhooks,
+		build, m.runsFinished, m.queueSeconds, m.runSeconds, m.requests, m.reqSeconds, m.webhooks, m.unavailable,
 		&scraped{src: src, log: log},
 	)
 	return m
@@ -173,6 +179,14 @@ func (m *Metrics) WebhookOutcome(outcome string) {
 		return
 	}
 	m.webhooks.WithLabelValues(outcome).Inc()
+}
+
+// Unavailable counts one request answered 503 because dependency was away.
+func (m *Metrics) Unavailable(dependency string) {
+	if m == nil {
+		return
+	}
+	m.unavailable.WithLabelValues(dependency).Inc()
 }
 
 // RunStarted records how long a run that has just started waited in the queue.

@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -14,7 +15,16 @@ const (
 	errInvalidToken = "Invalid or expired token"
 	errSessionEnded = "Session ended: your access to this organization changed; sign in again"
 	errSignedOut    = "Session ended: signed out; sign in again"
+	errUnavailable  = "Service unavailable"
+
+	unavailableMessage = "The server cannot check credentials right now; connect again in a few seconds"
+	unavailableRetry   = 5 // seconds
 )
+
+// ErrUnavailable is what an Authenticator's error wraps when the credential could not be
+// checked (the database is away) rather than refused: the socket gets auth-error "Service
+// unavailable" with retryAfter, which tells a client to connect again later.
+var ErrUnavailable = errors.New("realtime: credentials cannot be checked now")
 
 // onConnection authenticates a socket that has just connected to the namespace.
 //
@@ -45,6 +55,11 @@ func (h *Hub) onConnection(s *socket.Socket) {
 	cancel()
 	if err == nil && (id.UserID == "" || id.OrganizationID == "") {
 		err = errIncompleteIdentity
+	}
+	if errors.Is(err, ErrUnavailable) {
+		// The credential could not be checked, not refused: the client may try again shortly.
+		h.refuse(s, map[string]any{"error": errUnavailable, "message": unavailableMessage, "retryAfter": unavailableRetry})
+		return
 	}
 	if err != nil {
 		h.log.Info("socket authentication failed", "remote", s.Conn().RemoteAddress(), "error", err)

@@ -18,6 +18,10 @@ var (
 	ErrConflict = errors.New("store: conflict")
 	// ErrGuard: a guarded write found its condition false (last admin, limit reached).
 	ErrGuard = errors.New("store: guard failed")
+	// ErrUnavailable: the database could not be reached or cannot serve now (stopped,
+	// restarting, connections cut, disk full); the same call may succeed later. Errors of it
+	// are *domain.UnavailableError naming "database".
+	ErrUnavailable = domain.ErrUnavailable
 )
 
 // Store is a database. InTx gives repositories that share one transaction; inside it,

@@ -104,11 +104,27 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.errorPage(w, r, de.Status, de.Code, de.Message)
 		return
 	}
+	if de, away := s.outage.Refusal(err); away {
+		w.Header().Set("Retry-After", strconv.Itoa(de.Fields["retryAfter"].(int)))
+		s.errorPage(w, r, de.Status, de.Code, de.Message)
+		return
+	}
 	s.log.Error("serving a page", "path", r.URL.Path, "err", err)
 	s.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "An internal error occurred; it has been logged.")
 }
 
 // formError is a service's refusal of a form, shown above the form, with the form's status.
+// plainRefusal answers a fragment's request (text, for a script) that met a dependency
+// that is away: 503 with Retry-After. false: err is something else.
+func (s *Server) plainRefusal(w http.ResponseWriter, err error) bool {
+	de, away := s.outage.Refusal(err)
+	if away {
+		w.Header().Set("Retry-After", strconv.Itoa(de.Fields["retryAfter"].(int)))
+		http.Error(w, de.Message, de.Status)
+	}
+	return away
+}
+
 type formError struct {
 	Status  int
 	Title   string
@@ -119,7 +135,9 @@ type formError struct {
 // account, a rate limit and their wait included), anything else as a logged 500.
 func (s *Server) formErrorOf(r *http.Request, err error) *formError {
 	var de *domain.Error
-	if !errors.As(err, &de) {
+	if away, ok := s.outage.Refusal(err); ok {
+		de = away
+	} else if !errors.As(err, &de) {
 		s.log.Error("serving a form", "path", r.URL.Path, "err", err)
 		return &formError{Status: http.StatusInternalServerError, Title: "Something went wrong", Message: "An internal error occurred; it has been logged."}
 	}
@@ -555,6 +573,9 @@ func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, de.Message, de.Status)
 			return
 		}
+		if s.plainRefusal(w, err) {
+			return
+		}
 		s.log.Error("reading a run for its log", "err", err)
 		http.Error(w, "Internal server error", http.StatusInternalServerError)
 		return
@@ -564,6 +585,9 @@ func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
 		buf.Write(b)
 		return nil
 	}); err != nil {
+		if s.plainRefusal(w, err) {
+			return
+		}
 		s.log.Warn("reading a run's log", "task", e.TaskID, "err", err)
 		http.Error(w, "The log could not be read.", http.StatusInternalServerError)
 		return

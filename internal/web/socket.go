@@ -109,6 +109,9 @@ func (s *Server) socketToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, token, err := s.principalOf(r)
+	if s.plainRefusal(w, err) {
+		return // the script asks again later; the session is kept
+	}
 	if err != nil {
 		if !errors.Is(err, errNoSession) {
 			s.clearSession(w)

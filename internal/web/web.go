@@ -33,6 +33,7 @@ import (
 	"verdict/internal/executions"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/outage"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )
@@ -200,12 +201,16 @@ type Deps struct {
 	Executable string
 	// SocketTickets issues the tickets a page's script opens Socket.IO with; nil: no live updates.
 	SocketTickets *SocketTickets
-	Log           *slog.Logger
-	Clock         domain.Clock
+	// Outage answers requests that meet a dependency that is away (503, counted, logged);
+	// nil: one of its own.
+	Outage *outage.Reporter
+	Log    *slog.Logger
+	Clock  domain.Clock
 }
 
 // Server serves the dashboard.
 type Server struct {
+	outage     *outage.Reporter
 	identity   Identity
 	executions Executions
 	billing    Billing
@@ -237,8 +242,11 @@ func New(d Deps) *Server {
 	if len(d.CSRFKey) == 0 {
 		panic("web: a CSRF key is required")
 	}
+	if d.Outage == nil {
+		d.Outage = &outage.Reporter{Log: d.Log}
+	}
 	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
-		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, log: d.Log, clock: d.Clock,
+		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, outage: d.Outage, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers = d.TestCases, d.Planner, d.Trackers
 	s.routes()
@@ -363,10 +371,15 @@ func (s *Server) principalOf(r *http.Request) (*identity.Principal, string, erro
 }
 
 // signedIn serves h to a signed-in user; anyone else (no session, an expired token, a
-// suspended or deleted user) has the cookie cleared and is sent to /login.
+// suspended or deleted user) has the cookie cleared and is sent to /login. A session that
+// cannot be checked now (the database is away) is kept: the answer is a 503 page.
 func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, token, err := s.principalOf(r)
+		if errors.Is(err, domain.ErrUnavailable) {
+			s.fail(w, r, err)
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, errNoSession) {
 				s.clearSession(w)
@@ -391,6 +404,9 @@ func (s *Server) public(h http.HandlerFunc) http.HandlerFunc {
 		switch {
 		case err == nil:
 			st.p, st.user, st.csrf = p, p.User, s.csrfToken("session", token)
+		case errors.Is(err, domain.ErrUnavailable):
+			s.fail(w, r, err) // the session is kept: it could not be checked, not refused
+			return
 		default:
 			if !errors.Is(err, errNoSession) {
 				s.clearSession(w)

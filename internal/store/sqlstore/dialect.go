@@ -1,7 +1,12 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +29,9 @@ type dialect struct {
 	skipLocked string
 	rebind     func(query string) string
 	isUnique   func(err error) bool
+	// unavailable tells an error of the database itself (unreachable, shutting down, out of
+	// disk or connections) from a refusal of the query: the first may pass later.
+	unavailable func(err error) bool
 }
 
 var sqliteDialect = &dialect{
@@ -34,6 +42,18 @@ var sqliteDialect = &dialect{
 		var e *sqlite.Error
 		return errors.As(err, &e) &&
 			(e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+	},
+	unavailable: func(err error) bool {
+		var e *sqlite.Error
+		if !errors.As(err, &e) {
+			return false
+		}
+		switch e.Code() & 0xff { // the primary code; extended codes add detail above it
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY,
+			sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
+			return true
+		}
+		return false
 	},
 }
 
@@ -56,7 +76,35 @@ func newPostgresDialect() *dialect {
 			var e *pgconn.PgError
 			return errors.As(err, &e) && e.Code == "23505" // unique_violation
 		},
+		unavailable: postgresUnavailable,
 	}
+}
+
+// postgresUnavailable: the server could not be reached (refused, reset, timed out, the
+// connection lost mid-query) or answered that it cannot serve now: connection exceptions
+// (08…), shutting down or starting (57P01–57P03), out of disk, memory or connections (53…),
+// an I/O error (58…), a read-only standby (25006, as during a failover).
+func postgresUnavailable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false // the caller went away; the database may be fine
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true // whatever the server said while connecting (not accepting connections, too many)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch c := pe.Code; {
+		case strings.HasPrefix(c, "08"), strings.HasPrefix(c, "53"), strings.HasPrefix(c, "58"),
+			c == "57P01", c == "57P02", c == "57P03", c == "25006":
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // dollarPlaceholders turns each ? into $1, $2, … (our queries hold no ? inside literals).

@@ -385,13 +385,13 @@ func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, ar
 		var id string
 		if err := rows.Scan(&id, &total); err != nil {
 			rows.Close()
-			return nil, -1, err
+			return nil, -1, r.s.mapErr(err)
 		}
 		ids = append(ids, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, -1, err
+		return nil, -1, r.s.mapErr(err)
 	}
 	execs, err := r.runsByID(ctx, orgID, ids)
 	if len(execs) < len(ids) {
@@ -496,10 +496,10 @@ func (r executionRepo) page(ctx context.Context, query string, sizeHint int64, a
 	for rows.Next() {
 		out = append(out, domain.Execution{})
 		if err := x.scan(rows, &out[len(out)-1]); err != nil {
-			return nil, err
+			return nil, r.s.mapErr(err)
 		}
 	}
-	return out, rows.Err()
+	return out, r.s.mapErr(rows.Err())
 }
 
 // placeholders returns "?, ?, …" for n parameters.
@@ -864,7 +864,7 @@ func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Ti
 	for rows.Next() {
 		var o store.RunOutcome
 		if err := rows.Scan(&o.TaskID, &o.ProjectID, &o.Status, &o.Error, &queued, &started, &finished, &tests); err != nil {
-			return nil, err
+			return nil, r.s.mapErr(err)
 		}
 		if err := decodeJSON(tests, &o.Tests); err != nil {
 			return nil, err
@@ -872,5 +872,5 @@ func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Ti
 		o.QueuedAt, o.StartedAt, o.FinishedAt = fromMillis(queued), timePtr(started), timePtr(finished)
 		out = append(out, o)
 	}
-	return out, rows.Err()
+	return out, r.s.mapErr(rows.Err())
 }

@@ -79,7 +79,7 @@ func (r logRepo) ReadFrom(ctx context.Context, executionID string, from, limit i
 	)
 	for rows.Next() {
 		if err := rows.Scan(&off, &chunk); err != nil {
-			return n, err
+			return n, r.s.mapErr(err)
 		}
 		p := []byte(chunk)
 		if skip := from - off; skip > 0 {
@@ -100,7 +100,7 @@ func (r logRepo) ReadFrom(ctx context.Context, executionID string, from, limit i
 			break
 		}
 	}
-	return n, rows.Err()
+	return n, r.s.mapErr(rows.Err())
 }
 
 // Read concatenates the chunks in order; an execution without chunks (or unknown) has "".

@@ -261,7 +261,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return s.mapErr(err)
 	}
 	defer tx.Rollback() // no-op after Commit
 	var writes []string
@@ -270,7 +270,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return s.mapErr(err)
 	}
 	for _, q := range writes {
 		s.gens.wrote(q)
@@ -291,7 +291,8 @@ func (s *Store) wrote(query string) {
 }
 
 // mapErr turns driver errors into the store's: no row → ErrNotFound, unique violation →
-// ErrConflict (keeping the driver's text for logs).
+// ErrConflict, a database that cannot be reached or cannot serve → ErrUnavailable (keeping
+// the driver's text for logs).
 func (s *Store) mapErr(err error) error {
 	switch {
 	case err == nil:
@@ -300,6 +301,10 @@ func (s *Store) mapErr(err error) error {
 		return store.ErrNotFound
 	case s.d.isUnique(err):
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	case errors.Is(err, store.ErrUnavailable):
+		return err
+	case s.d.unavailable(err):
+		return domain.DependencyUnavailable("database", err)
 	}
 	return err
 }
@@ -366,11 +371,11 @@ func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), 
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, s.mapErr(err)
 		}
 		out = append(out, *v)
 	}
-	return out, rows.Err()
+	return out, s.mapErr(rows.Err())
 }
 
 // count runs a SELECT COUNT(*).

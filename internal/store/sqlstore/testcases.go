@@ -235,13 +235,13 @@ func (r testCaseRepo) Import(ctx context.Context, orgID, projectID string, cases
 			var k caseKey
 			if err := rows.Scan(&id, &k.suite, &k.title); err != nil {
 				rows.Close()
-				return err
+				return tx.mapErr(err)
 			}
 			existing[k] = id
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return tx.mapErr(err)
 		}
 
 		final := map[caseKey]*domain.TestCase{} // what each key of this import ends up as

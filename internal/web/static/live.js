@@ -280,7 +280,10 @@
       credentials: 'same-origin', cache: 'no-store',
       headers: { 'Accept': 'application/json', 'X-CSRF-Token': csrf.content }
     }).then(function (r) {
-      if (!r.ok) { stopped = true; throw new Error('socket token: ' + r.status); }
+      // Signed out (401) or refused (403) stops it; a server that is briefly unavailable (503)
+      // is asked again on the next attempt.
+      if (r.status === 401 || r.status === 403) { stopped = true; }
+      if (!r.ok) { throw new Error('socket token: ' + r.status); }
       return r.json();
     }).then(function (j) { cb({ token: j.token }); }, function () { cb({ token: '' }); });
   }

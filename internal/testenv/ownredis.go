@@ -1,0 +1,68 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// OwnRedis is a Redis server of one test's own (redis-server, which scripts/services.sh
+// installs), for tests that stop it: the shared one keeps serving the others.
+type OwnRedis struct {
+	t    testing.TB
+	Port int
+	URL  string
+	cmd  *exec.Cmd
+}
+
+// StartOwnRedis starts a Redis server without persistence on a free port; it is stopped at
+// the end of the test.
+func StartOwnRedis(t testing.TB) *OwnRedis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server is not installed: run the tests with scripts/test.sh, which installs it")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	r := &OwnRedis{t: t, Port: port, URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port)}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Start starts the server again on its port (empty: nothing persists) and waits until it answers.
+func (r *OwnRedis) Start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("redis-server: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port), MaxRetries: -1})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on port %d did not answer within 10s", r.Port)
+		}
+	}
+}
+
+// Stop kills the server, as a crash or a stopped host would, and waits for it to be gone.
+func (r *OwnRedis) Stop() {
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}

@@ -468,9 +468,52 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 		}
 		return code, nil
 	case err := <-res.Error:
-		return -1, fmt.Errorf("wait for container %s: %w", id, err)
+		if ctx.Err() != nil {
+			return -1, fmt.Errorf("wait for container %s: %w", id, err)
+		}
+		return b.waitAfterEngineLoss(ctx, id, err)
 	case size := <-over:
 		return -1, diskErr(size)
+	}
+}
+
+// engineReturnWait bounds how long a run waits for its engine to answer again after the wait
+// broke (the engine restarting): about what a daemon restart takes, with room.
+const engineReturnWait = 2 * time.Minute
+
+// waitAfterEngineLoss follows a container whose wait broke (werr): the engine stopped
+// answering, most often because it restarted. Once it answers again, a container still running
+// (an engine with live-restore keeps them) is waited for again; one that exited 0 keeps its
+// outcome; one that stopped otherwise, or is gone, is the engine's restart, said plainly.
+func (b *Backend) waitAfterEngineLoss(ctx context.Context, id string, werr error) (int, error) {
+	deadline := time.Now().Add(engineReturnWait)
+	for {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		got, err := b.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+		cancel()
+		switch {
+		case err == nil && got.Container.State != nil && got.Container.State.Running:
+			select { // a wait that keeps breaking at once must not spin
+			case <-ctx.Done():
+				return -1, fmt.Errorf("wait for container %s: %w", id, werr)
+			case <-time.After(time.Second):
+			}
+			return b.Wait(ctx, id)
+		case err == nil && got.Container.State != nil:
+			if code := got.Container.State.ExitCode; code != 0 {
+				return code, fmt.Errorf("the Docker engine restarted while the run was in progress: its container stopped with exit code %d", code)
+			}
+			return 0, nil
+		case err != nil && cerrdefs.IsNotFound(err):
+			return -1, errors.New("the Docker engine restarted while the run was in progress: its container is gone")
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return -1, fmt.Errorf("wait for container %s: %w (the Docker engine did not answer again within %s)", id, werr, engineReturnWait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 

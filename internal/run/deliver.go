@@ -115,8 +115,8 @@ func (d *delivery) idle() time.Duration {
 }
 
 // logsGrace is how long the engine's log stream may go on after the container exited, the
-// control plane's time not counted, before it is given up.
-const logsGrace = 10 * time.Second
+// control plane's time not counted, before it is given up (a variable for tests).
+var logsGrace = 10 * time.Second
 
 // awaitLogs waits for the log pump to end (done) after the container exited. A stream the
 // engine does not end within logsGrace of the pump's own waiting is stopped (stop), and the

@@ -349,7 +349,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, op stri
 		return
 	case errors.Is(err, run.ErrUnavailable):
 		if r.Context().Err() == nil {
-			s.log.Warn("runner request failed: the control plane is unavailable", "op", op, "runner", callerOf(r).name, "err", err)
+			s.log.Debug("runner request failed: the control plane is unavailable", "op", op, "runner", callerOf(r).name, "err", err)
 		}
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "Service unavailable",

@@ -14,7 +14,9 @@ import (
 )
 
 // Runner claims PENDING runs from its Peer and carries them out on its Backend, Slots at a
-// time. It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
+// time. It owns nothing durable: a lost runner's runs end ERROR when their leases expire. What
+// it has to report about a run (its container, log lines, reports, final status) it keeps
+// while the control plane cannot be reached, and delivers when it is back (deliver).
 //
 // A run holds a slot while its container runs. Once the container has exited, its reports are
 // collected and uploaded, the container removed and the run ended (Peer.Done) by one of

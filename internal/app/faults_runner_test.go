@@ -74,13 +74,14 @@ func TestRunsKeepTheirOutcomeThroughADatabaseOutage(t *testing.T) {
 			cutAt := time.Now()
 			time.Sleep(outageFor)
 			restore()
-			t.Logf("PostgreSQL was cut off for %s", time.Since(cutAt).Round(100*time.Millisecond))
+			restoredAt := time.Now()
+			t.Logf("PostgreSQL was cut off for %s", restoredAt.Sub(cutAt).Round(100*time.Millisecond))
 
 			logs := map[string]string{}
 			for _, task := range []string{first, second, third} {
 				got := h.waitFor(a, task, 120*time.Second, final)
-				t.Logf("%s: %s %q, exit code %v", task, got.str("execution", "status"), got.str("execution", "error"),
-					got.get("execution", "exitCode"))
+				t.Logf("%s: %s %q, exit code %v, final %s after the database came back", task, got.str("execution", "status"),
+					got.str("execution", "error"), got.get("execution", "exitCode"), time.Since(restoredAt).Round(100*time.Millisecond))
 				if got.str("execution", "status") != "PASSED" || got.get("execution", "exitCode") != 0.0 {
 					t.Errorf("%s after the outage: %s", task, got.raw)
 					continue

@@ -217,8 +217,9 @@ func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
 	err := r.deliver(c, log, "settling the run", func() error { return r.Peer.Done(ctx, w.ID, res) })
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		log.Warn("the run was ended without this runner (its lease ran out); its outcome here is dropped",
-			"status", res.Status, "error", res.Error)
+		// The reaper ended it (its outcome here is dropped), or an earlier try whose answer
+		// was lost settled it.
+		log.Warn("the run is no longer this runner's", "status", res.Status, "error", res.Error)
 		return
 	case err != nil:
 		log.Warn("settling the run failed; the lease reaper will end it", "err", err)

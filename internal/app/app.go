@@ -261,8 +261,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 			models.Anthropic: cfg.AnthropicAPIKey},
 		Events: events, Clock: clock, Log: log})
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
+	// The outages of the database the runners' calls meet reach the lease reaper, which does not
+	// count them against the runners' leases.
+	outages := &control.Outages{}
 	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
-		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics}
+		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics, Outages: outages}
+	lease := cfg.RunnerLease
+	if o.Lease > 0 {
+		lease = o.Lease
+	}
 	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
 	// run.Peer; a queued run wakes their waiting /api/runner/next.
 	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.InstancePeer, Clock: clock, Log: log,
@@ -281,14 +288,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		// The embedded runner reaches the control plane in process, through its run.Peer.
 		id := runnerID(cfg.DataDir)
 		a.runner = &run.Runner{ID: id, Peer: plane.Peer(id), Backend: backend, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: o.Lease}
+			Slots: cfg.RunnerSlots, Resources: res, Lease: lease}
 		remote := a.remote
 		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
 	execs := executions.New(execDeps)
 	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
-		Metrics: a.metrics}
+		Metrics: a.metrics, Grace: lease, Outages: outages}
 
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
 	trackerBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict tracker keys"))

@@ -65,6 +65,11 @@ type Config struct {
 	RunnerSecret   string `env:"VERDICT_RUNNER_SECRET"`
 	DefaultImage   string `env:"VERDICT_DEFAULT_IMAGE"`
 	DefaultBaseURL string `env:"VERDICT_DEFAULT_BASE_URL"`
+
+	// RunnerLease is the embedded runner's lease (a heartbeat every third of it), and the time
+	// the lease reaper gives every runner to renew after an outage of the database (at least
+	// 10 s).
+	RunnerLease time.Duration `env:"VERDICT_RUNNER_LEASE" envDefault:"30s"`
 	Engine
 	// AllowedImages are the image patterns any run may use; empty allows every image.
 	AllowedImages []string `env:"VERDICT_ALLOWED_IMAGES" envSeparator:","`
@@ -287,6 +292,9 @@ func (c *Config) finish() error {
 	}
 	if c.RunnerSecret != "" && len(c.RunnerSecret) < minRunnerSecret {
 		bad("VERDICT_RUNNER_SECRET", "want at least %d characters", minRunnerSecret)
+	}
+	if c.RunnerLease < 3*time.Second || c.RunnerLease > 10*time.Minute {
+		bad("VERDICT_RUNNER_LEASE", "want 3s to 10m, got %s", c.RunnerLease)
 	}
 	var images []string
 	for _, p := range c.AllowedImages {

@@ -24,6 +24,9 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 	var f run.Reports
 	org, err := p.Store.Organizations().Get(ctx, e.OrganizationID)
 	if err != nil {
+		if err := p.unavailable(ctx, err); errors.Is(err, run.ErrUnavailable) {
+			return f, err // nothing kept yet: the runner uploads again once the database answers
+		}
 		f.Notes = append(f.Notes, "reports were not collected: the organization could not be read")
 		return f, nil
 	}

@@ -51,6 +51,11 @@ type Plane struct {
 	// ReportFS presents a run's reports for parsing where they are not in a local folder
 	// (report.S3Store.FS); used instead of ReportDir when set.
 	ReportFS func(ctx context.Context, orgID, taskID string) (fs.FS, error)
+
+	// Outages records the outages of the store the runners' calls meet, for the lease reaper
+	// (shared with Reaper.Outages); nil: not recorded. A call that meets one fails with
+	// run.ErrUnavailable, which a runner retries.
+	Outages *Outages
 }
 
 // Peer is runnerID's door to the plane: the runs it claims are leased to runnerID, and its
@@ -66,7 +71,8 @@ func (p *Plane) InstancePeer(runnerID, instance string) run.Peer {
 	if p.Log == nil {
 		p.Log = slog.Default()
 	}
-	return &peer{Plane: p, runnerID: runnerID, instance: instance, held: map[string]*domain.Execution{}}
+	return &peer{Plane: p, runnerID: runnerID, instance: instance, held: map[string]*domain.Execution{},
+		analysed: map[string]*domain.Analysis{}}
 }
 
 type peer struct {
@@ -75,6 +81,9 @@ type peer struct {
 	instance string
 	mu       sync.Mutex
 	held     map[string]*domain.Execution // runs claimed and not yet done, by ID
+	// analysed keeps the analysis of a run whose final write failed, by ID, for the runner's
+	// next Done: a retried Done does not ask the model again.
+	analysed map[string]*domain.Analysis
 }
 
 func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns }
@@ -86,7 +95,7 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 		now := p.Clock()
 		e, err := p.Store.Executions().Claim(ctx, p.runnerID, p.instance, now, now.Add(lease), limitFor)
 		if err != nil || e == nil {
-			return nil, err
+			return nil, p.unavailable(ctx, err)
 		}
 		p.Events.ExecutionUpdated(e)
 		if p.Metrics != nil {
@@ -113,8 +122,9 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 
 // run is the claimed run id as this runner holds it: as claimed, or as stored when this
 // door did not claim it (another replica's did, or this one restarted): run.ErrLeaseLost when
-// another runner, or another process of this runner, holds it. A run's runner and instance
-// are set once, by its claim, so the check holds for the call that follows it.
+// another runner, or another process of this runner, holds it, or it has ended (the reaper
+// ended it, or an earlier Done of this runner whose answer was lost settled it). A run's runner
+// and instance are set once, by its claim, so the check holds for the call that follows it.
 func (p *peer) run(ctx context.Context, id string) (*domain.Execution, error) {
 	p.mu.Lock()
 	e := p.held[id]
@@ -123,10 +133,20 @@ func (p *peer) run(ctx context.Context, id string) (*domain.Execution, error) {
 		return e, nil
 	}
 	e, err := p.Store.Executions().GetByID(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (e.RunnerID != p.runnerID || e.RunnerInstance != p.instance)) {
+	if errors.Is(err, store.ErrNotFound) ||
+		(err == nil && (e.RunnerID != p.runnerID || e.RunnerInstance != p.instance || e.Status.Final())) {
 		return nil, run.ErrLeaseLost
 	}
-	return e, err
+	return e, p.unavailable(ctx, err)
+}
+
+// lostIfGone is err with the store's ErrNotFound, about a run this runner was holding, read as
+// run.ErrLeaseLost (the run ended without it, or was deleted), and outages marked.
+func (p *peer) lostIfGone(ctx context.Context, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return run.ErrLeaseLost
+	}
+	return p.unavailable(ctx, err)
 }
 
 func (p *peer) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {
@@ -134,17 +154,14 @@ func (p *peer) Extend(ctx context.Context, id string, lease time.Duration) (bool
 		return false, err // another process's run keeps its lease as it was
 	}
 	stop, err := p.Store.Executions().Heartbeat(ctx, id, p.runnerID, p.Clock().Add(lease))
-	if errors.Is(err, store.ErrNotFound) {
-		return false, run.ErrLeaseLost
-	}
-	return stop, err
+	return stop, p.lostIfGone(ctx, err)
 }
 
 func (p *peer) Started(ctx context.Context, id, containerID string) error {
 	if _, err := p.run(ctx, id); err != nil {
 		return err
 	}
-	return p.Store.Executions().SetContainer(ctx, id, containerID)
+	return p.lostIfGone(ctx, p.Store.Executions().SetContainer(ctx, id, containerID))
 }
 
 func (p *peer) Log(ctx context.Context, id string, seq int, offset int64, chunk string) error {
@@ -157,10 +174,11 @@ func (p *peer) Log(ctx context.Context, id string, seq int, offset int64, chunk 
 	p.Events.ExecutionLog(e.OrganizationID, e.TaskID, chunk, offset)
 	err = p.Store.Logs().Append(ctx, id, seq, chunk)
 	if errors.Is(err, store.ErrConflict) {
-		// The chunk is stored already: a runner over HTTP sent it again after losing the answer.
+		// The chunk is stored already: the runner sent it again after losing the answer (over
+		// HTTP, or when the database failed after the write).
 		return nil
 	}
-	return err
+	return p.lostIfGone(ctx, err)
 }
 
 func (p *peer) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {
@@ -168,20 +186,47 @@ func (p *peer) Upload(ctx context.Context, id string, archive io.Reader) (run.Re
 	if err != nil {
 		return run.Reports{}, err
 	}
-	return p.keepReports(ctx, e, archive, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+	rep, err := p.keepReports(ctx, e, archive, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+	return rep, p.unavailable(ctx, err)
 }
 
+// Done settles the run. It may be called again after it failed (the runner retries while the
+// control plane is unavailable): the run is still this runner's until its final write, and an
+// analysis made before a failed final write is kept for the next call. run.ErrLeaseLost: the
+// run was ended without this runner (the reaper's final write won), and the runner stops.
 func (p *peer) Done(ctx context.Context, id string, res run.Result) error {
-	e, err := p.run(ctx, id)
+	// A cancelled run is settled too: its context may have ended.
+	e, err := p.run(context.WithoutCancel(ctx), id)
+	if errors.Is(err, run.ErrLeaseLost) {
+		p.forget(id)
+	}
 	if err != nil {
 		return err
 	}
-	defer func() { p.mu.Lock(); delete(p.held, id); p.mu.Unlock() }()
 	rep := res.Reports
 	f := store.Finish{Status: res.Status, Error: res.Error, ExitCode: res.ExitCode, FinishedAt: res.FinishedAt,
 		Summary: rep.Summary, Tests: rep.Tests, ReportDirs: rep.Dirs, ReportBytes: rep.Bytes, Notes: rep.Notes,
 		ReportIndexes: rep.Indexes}
-	return p.settle(ctx, e, f, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+	p.mu.Lock()
+	f.Analysis = p.analysed[id]
+	p.mu.Unlock()
+	err = p.settle(ctx, e, f, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+	if errors.Is(err, store.ErrNotFound) {
+		err = run.ErrLeaseLost
+	}
+	if err == nil || errors.Is(err, run.ErrLeaseLost) {
+		p.forget(id)
+		return err
+	}
+	return p.unavailable(ctx, err)
+}
+
+// forget drops what the door keeps of run id once it is settled or lost.
+func (p *peer) forget(id string) {
+	p.mu.Lock()
+	delete(p.held, id)
+	delete(p.analysed, id)
+	p.mu.Unlock()
 }
 
 // countStorage adds u.Used report bytes to the organization's storage (none when reports were

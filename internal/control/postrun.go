@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -35,8 +36,13 @@ const analysisTimeout = 90 * time.Second
 //
 // A new after-run effect (a tracker ticket, a notification) is a step here, after finish: it
 // sees the run as stored, and never changes a verdict. It returns finish's error.
+//
+// It may run again for the same run when finish failed (the runner retries Done while the
+// database does not answer): f.Analysis set is the analysis an earlier try made, which is not
+// made again, and the storage is counted only by the try whose final write ended the run (or
+// that found it ended by the reaper, whose write counts none).
 func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) error {
-	if p.wantsAnalysis(ctx, e, f, log) {
+	if f.Analysis == nil && p.wantsAnalysis(ctx, e, f, log) {
 		f.Analysis = p.analyse(ctx, e, f, log)
 	}
 	// The final write must happen even when the run's context was cancelled, and however long
@@ -46,6 +52,14 @@ func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, 
 	err := p.Store.Executions().Finish(wctx, e.ID, p.runnerID, f)
 	if err == nil && p.Metrics != nil {
 		p.Metrics.RunFinished(withOutcome(e, f))
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if f.Analysis != nil {
+			p.mu.Lock()
+			p.analysed[e.ID] = f.Analysis
+			p.mu.Unlock()
+		}
+		return err
 	}
 	if f.ReportBytes > 0 {
 		if err := p.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {

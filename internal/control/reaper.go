@@ -13,6 +13,15 @@ import (
 
 // Reaper ends runs whose runner stopped renewing the lease, so that no run stays RUNNING
 // forever after a crash. Every replica may run one: ending a run is a conditional update.
+//
+// An outage of the control plane is not a lost runner: while the database does not answer, no
+// runner can renew its lease, and a lease that ran out meanwhile says nothing about its runner.
+// The rule: a run is reaped only when its runner had a full Grace of working database to renew
+// it. After any outage this process met (a sweep that failed, or a runner's call the Plane saw
+// fail on the store: Outages), the first sweep that reaches the store again first extends every
+// active run's lease (RUNNING and ANALYZING) to at least now + Grace, in one conditional write,
+// and only then looks for expired leases. The first sweep after the process starts does the
+// same: the server may have been down, and the runners with it unable to renew.
 type Reaper struct {
 	Store    store.Store
 	Backend  run.Backend // may be nil when this replica has no engine
@@ -21,7 +30,22 @@ type Reaper struct {
 	Log      *slog.Logger
 	Interval time.Duration // [5s]
 	Metrics  Metrics       // counts the runs it ends; nil: none
+	// Grace is the time every runner gets to renew its leases after an outage [30s]: the
+	// server's lease, at least minGrace (a runner retries a failed renewal within a few
+	// seconds).
+	Grace time.Duration
+	// Outages are the store failures this process's control plane met (shared with
+	// Plane.Outages); nil: only the reaper's own sweeps count.
+	Outages *Outages
+
+	started bool   // a sweep reached the store since the process started
+	seen    uint64 // Outages.count() when the leases were last extended
+	failing bool   // the last sweep failed: said once per outage
 }
+
+// minGrace is the shortest Grace: more than the longest wait between a runner's tries
+// (run's maxRetry, the remote client's MaxBackoff), so that every live runner renews in it.
+const minGrace = 10 * time.Second
 
 // Run sweeps every Interval until ctx ends.
 func (r *Reaper) Run(ctx context.Context) {
@@ -40,18 +64,54 @@ func (r *Reaper) Run(ctx context.Context) {
 	}
 }
 
-// Sweep ends every run whose lease has expired, removing its container where it can.
+// Sweep ends every run whose lease has expired, removing its container where it can; after an
+// outage it first gives every runner a Grace to renew (see Reaper). Sweeps of one Reaper do not
+// overlap (Run calls them one after another).
 func (r *Reaper) Sweep(ctx context.Context) {
+	if r.Outages == nil {
+		r.Outages = &Outages{}
+	}
 	now := r.Clock()
+	if met := r.Outages.count(); !r.started || met != r.seen {
+		grace := max(r.Grace, minGrace)
+		if r.Grace <= 0 {
+			grace = 30 * time.Second
+		}
+		n, err := r.Store.Executions().ExtendLeases(ctx, now.Add(grace))
+		if err != nil {
+			r.failed(ctx, "extending the leases after an outage failed", err)
+			return
+		}
+		if n > 0 && r.started {
+			r.Log.Warn("the store was unavailable: every active run's lease extended, so that no runner loses its runs for it",
+				"runs", n, "grace", grace)
+		}
+		r.started, r.seen = true, met
+	}
 	expired, err := r.Store.Executions().Expired(ctx, now)
 	if err != nil {
-		if ctx.Err() == nil {
-			r.Log.Error("looking for expired leases failed", "err", err)
-		}
+		r.failed(ctx, "looking for expired leases failed", err)
 		return
+	}
+	if r.failing {
+		r.Log.Info("the lease reaper reaches the store again")
+		r.failing = false
 	}
 	for _, e := range expired {
 		r.end(ctx, &e, now, "the runner stopped renewing its lease (runner lost)")
+	}
+}
+
+// failed records a sweep that could not reach the store: the next one that does extends the
+// leases first.
+func (r *Reaper) failed(ctx context.Context, what string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.Outages.Met()
+	if !r.failing {
+		r.Log.Error(what+"; no run is reaped until the store answers and every runner had time to renew", "err", err)
+		r.failing = true
 	}
 }
 

@@ -37,9 +37,12 @@ type ClientDeps struct {
 // Client is run.Peer over HTTP. Calls that only report (Extend, Log, Started, Done) are retried
 // on network errors and on 502, 503 and 504 answers, with backoff, for as long as the run's lease
 // would last since its last renewal (a server restart loses no run); a refusal (4xx) is not
-// retried. Log returns once the server has stored the chunk, so a slow server slows the log
-// pump instead of piling chunks up. Upload streams its archive once: a stream cannot be
-// replayed.
+// retried. After that the call fails with run.ErrUnavailable, and the runner (run.Runner) keeps
+// what it reported and calls again, until the server answers or says the lease is lost (409):
+// the server does not count an outage of its own against the runner's leases. Log returns once
+// the server has stored the chunk, so a slow server slows the log pump instead of piling chunks
+// up. Upload streams its archive once (a stream cannot be replayed): one that fails so is
+// run.ErrUnavailable, and the runner uploads again, the archive copied afresh.
 type Client struct {
 	base    string
 	secret  string
@@ -136,6 +139,15 @@ func retryable(err error) bool {
 	return err != nil
 }
 
+// unavailable marks err run.ErrUnavailable when it is one retryable says: the server could not
+// be reached or could not reach its database.
+func unavailable(err error) error {
+	if retryable(err) && !errors.Is(err, run.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", run.ErrUnavailable, err)
+	}
+	return err
+}
+
 // call sends one request and returns the answer, its status checked: 2xx is returned, 409 is
 // run.ErrLeaseLost, anything else a *statusError.
 func (c *Client) call(ctx context.Context, path, contentType string, body io.Reader) (*http.Response, error) {
@@ -206,7 +218,7 @@ func (c *Client) callJSON(ctx context.Context, id, path string, in, out any) err
 			return err
 		}
 		if time.Now().Add(wait).After(c.leaseEnd(id)) {
-			return fmt.Errorf("the server did not answer while the run's lease lasted: %w", err)
+			return fmt.Errorf("the server did not answer while the run's lease lasted: %w", unavailable(err))
 		}
 		c.log.Warn("the server did not answer; retrying", "path", path, "in", wait, "err", err)
 		select {
@@ -218,10 +230,13 @@ func (c *Client) callJSON(ctx context.Context, id, path string, in, out any) err
 	}
 }
 
-// renewed records that run id's lease lasts lease from now.
-func (c *Client) renewed(id string, lease time.Duration) {
+// renewed records that run id's lease lasts lease from now. extending: a renewal of a run
+// held already, which a Done that settled the run meanwhile must not bring back.
+func (c *Client) renewed(id string, lease time.Duration, extending bool) {
 	c.mu.Lock()
-	c.leases[id] = time.Now().Add(lease)
+	if _, held := c.leases[id]; held || !extending {
+		c.leases[id] = time.Now().Add(lease)
+	}
 	c.mu.Unlock()
 }
 
@@ -251,7 +266,7 @@ func (c *Client) Next(ctx context.Context, lease time.Duration) (*run.Work, erro
 		w, err := c.next(ctx, body)
 		if err == nil {
 			if w != nil {
-				c.renewed(w.ID, lease)
+				c.renewed(w.ID, lease, false)
 			}
 			return w, nil
 		}
@@ -349,7 +364,7 @@ func (c *Client) Extend(ctx context.Context, id string, lease time.Duration) (bo
 	if err := c.callJSON(ctx, id, runPath(id, "extend"), leaseBody{LeaseSeconds: seconds(lease)}, &a); err != nil {
 		return false, err
 	}
-	c.renewed(id, lease)
+	c.renewed(id, lease, true)
 	return a.Cancelled, nil
 }
 
@@ -363,16 +378,17 @@ func (c *Client) Log(ctx context.Context, id string, seq int, offset int64, chun
 	return c.callJSON(ctx, id, runPath(id, "log"), logBody{Seq: seq, Offset: offset, Chunk: chunk}, nil)
 }
 
-// Upload streams archive to the server as the request's body.
+// Upload streams archive to the server as the request's body, once: a network error or a
+// 502, 503 or 504 answer is run.ErrUnavailable (the caller uploads again from a new archive).
 func (c *Client) Upload(ctx context.Context, id string, archive io.Reader) (run.Reports, error) {
 	resp, err := c.call(ctx, runPath(id, "upload"), "application/x-tar", io.NopCloser(archive))
 	if err != nil {
-		return run.Reports{}, err
+		return run.Reports{}, unavailable(err)
 	}
 	defer resp.Body.Close()
 	var j reportsJSON
 	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
-		return run.Reports{}, fmt.Errorf("reading the stored reports: %w", err)
+		return run.Reports{}, unavailable(fmt.Errorf("reading the stored reports: %w", err))
 	}
 	return j.reports(), nil
 }
@@ -381,7 +397,8 @@ func (c *Client) Upload(ctx context.Context, id string, archive io.Reader) (run.
 const doneTime = 5 * time.Minute
 
 // Done settles the run. It goes on when ctx was cancelled (a cancelled run is settled too),
-// within doneTime.
+// within doneTime. When the server could not be reached (run.ErrUnavailable) the run stays
+// held, its lease renewed, for the runner's next Done.
 func (c *Client) Done(ctx context.Context, id string, res run.Result) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTime)
 	defer cancel()
@@ -391,9 +408,14 @@ func (c *Client) Done(ctx context.Context, id string, res run.Result) error {
 	}
 	c.mu.Unlock()
 	err := c.callJSON(dctx, id, runPath(id, "done"), resultToJSON(res), nil)
-	c.mu.Lock()
-	delete(c.leases, id)
-	delete(c.ending, id)
-	c.mu.Unlock()
+	if err != nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		err = unavailable(err) // the server did not answer within doneTime
+	}
+	if !errors.Is(err, run.ErrUnavailable) {
+		c.mu.Lock()
+		delete(c.leases, id)
+		delete(c.ending, id)
+		c.mu.Unlock()
+	}
 	return err
 }

@@ -338,19 +338,22 @@ func runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
-// fail answers a Peer's error: a lost lease is 409, a dependency that is away (the database)
-// 503 with Retry-After (the runner keeps what it has and asks again), anything else 500
-// (logged). A run another process claimed (another instance, even of the same name) is a lost
-// lease to this one.
+// fail answers a Peer's error: a lost lease is 409; the control plane unavailable (its
+// database does not answer) is 503 with Retry-After, which the runner retries, keeping what it
+// reported; anything else 500 (logged). A run another process claimed (another instance, even
+// of the same name) is a lost lease to this one.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, op string) {
-	if errors.Is(err, run.ErrLeaseLost) {
+	switch {
+	case errors.Is(err, run.ErrLeaseLost):
 		writeError(w, http.StatusConflict, "Lease lost", "This runner process does not hold the run (its lease ran out, or another process claimed it)")
 		return
-	}
-	if errors.Is(err, domain.ErrUnavailable) {
-		s.log.Warn("runner request met a dependency that is away: answering 503", "op", op, "runner", callerOf(r).name, "err", err)
-		w.Header().Set("Retry-After", "2")
-		writeError(w, http.StatusServiceUnavailable, "Service unavailable", "The server's database is unavailable right now; try again shortly")
+	case errors.Is(err, run.ErrUnavailable), errors.Is(err, domain.ErrUnavailable):
+		if r.Context().Err() == nil {
+			s.log.Debug("runner request failed: the control plane is unavailable", "op", op, "runner", callerOf(r).name, "err", err)
+		}
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "Service unavailable",
+			"The server cannot reach its database; keep what you report and try again")
 		return
 	}
 	if r.Context().Err() == nil {

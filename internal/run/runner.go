@@ -14,7 +14,9 @@ import (
 )
 
 // Runner claims PENDING runs from its Peer and carries them out on its Backend, Slots at a
-// time. It owns nothing durable: a lost runner's runs end ERROR when their leases expire.
+// time. It owns nothing durable: a lost runner's runs end ERROR when their leases expire. What
+// it has to report about a run (its container, log lines, reports, final status) it keeps
+// while the control plane cannot be reached, and delivers when it is back (deliver).
 //
 // A run holds a slot while its container runs. Once the container has exited, its reports are
 // collected and uploaded, the container removed and the run ended (Peer.Done) by one of
@@ -106,6 +108,7 @@ func (r *Runner) Run(ctx context.Context) {
 	defer wg.Wait()
 	poll := time.NewTicker(r.Poll)
 	defer poll.Stop()
+	failing := false // claims fail: said once, not at every poll of an outage
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -113,11 +116,16 @@ func (r *Runner) Run(ctx context.Context) {
 			return
 		}
 		w, err := r.Peer.Next(ctx, r.Lease)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			r.Log.Error("claiming a run failed; trying again at every poll", "err", err)
+			failing = true
+		case err == nil && failing:
+			r.Log.Info("claiming runs again")
+			failing = false
+		}
 		if err != nil || w == nil {
 			<-slots
-			if err != nil && ctx.Err() == nil {
-				r.Log.Error("claiming a run failed", "err", err)
-			}
 			select {
 			case <-r.wake:
 			case <-poll.C:
@@ -187,50 +195,84 @@ func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
 	r.mu.Unlock()
 	defer func() { r.mu.Lock(); delete(r.cancels, w.ID); r.mu.Unlock() }()
 
+	// What the runner has to report about the run (its container, log lines, reports, final
+	// status) is kept and retried while the control plane cannot be reached, until the lease
+	// is lost or the runner stops.
+	lost, lose := context.WithCancelCause(context.WithoutCancel(parent))
+	defer lose(nil)
+	c := claim{lost: lost, stopping: parent.Done()}
+
 	// The lease is renewed until Done returns, not only until the run's context ends: a
 	// cancelled or timed-out run still stops its container and collects its reports, and the
 	// reaper must not take it for lost meanwhile.
 	alive, stopLease := context.WithCancel(context.WithoutCancel(parent))
 	defer stopLease()
-	go r.keepLease(alive, cancel, w)
+	go r.keepLease(alive, func(cause error) { cancel(cause); lose(cause) }, cancel, w, log)
 
-	res := r.carryOut(ctx, w, log, l.exited)
+	res := r.carryOut(ctx, c, w, log, l.exited)
 	res.FinishedAt = r.Clock()
 	l.collected()
 	// The post-run chain (analysis, the final write) is the control plane's; the run holds
-	// no slot and no collector meanwhile, only its lease.
-	if err := r.Peer.Done(ctx, w.ID, res); err != nil {
-		log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+	// no slot and no collector meanwhile, only its lease. Every log line is stored by now.
+	err := r.deliver(c, log, "settling the run", func() error { return r.Peer.Done(ctx, w.ID, res) })
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		// The reaper ended it (its outcome here is dropped), or an earlier try whose answer
+		// was lost settled it.
+		log.Warn("the run is no longer this runner's", "status", res.Status, "error", res.Error)
+		return
+	case err != nil:
+		log.Warn("settling the run failed; the lease reaper will end it", "err", err)
+		return
 	}
 	log.Info("run finished", "status", res.Status, "error", res.Error)
 }
 
 // keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
-// (renewing on while the cancelled run winds down) or the lease was lost.
-func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, w *Work) {
-	t := time.NewTicker(r.Heartbeat)
+// (renewing on while the cancelled run winds down), or loses it (lost, ErrLeaseLost) when the
+// lease was lost. A renewal that failed is tried again sooner than the next heartbeat, backing
+// off up to maxRetry: the runner renews within moments of the control plane's return.
+func (r *Runner) keepLease(ctx context.Context, lost, cancel context.CancelCauseFunc, w *Work, log *slog.Logger) {
+	t := time.NewTimer(r.Heartbeat)
 	defer t.Stop()
+	wait, failed := firstRetry, 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		stop, err := r.Peer.Extend(ctx, w.ID, r.Lease)
+		// A renewal that takes longer than the lease is of no use; the next one goes.
+		ectx, ecancel := context.WithTimeout(ctx, r.Lease)
+		stop, err := r.Peer.Extend(ectx, w.ID, r.Lease)
+		ecancel()
+		next := r.Heartbeat
 		switch {
 		case errors.Is(err, ErrLeaseLost):
-			cancel(ErrLeaseLost)
+			lost(ErrLeaseLost)
 			return
 		case err != nil:
-			r.Log.Warn("lease renewal failed", "task", w.TaskID, "err", err)
-		case stop:
-			cancel(errCancelled) // a no-op after the first
+			if failed == 0 && ctx.Err() == nil {
+				log.Warn("lease renewal failed; trying again until the control plane answers", "err", err)
+			}
+			failed++
+			next, wait = min(wait, r.Heartbeat), min(2*wait, maxRetry)
+		default:
+			if failed > 0 {
+				log.Info("lease renewed again", "failed renewals", failed)
+			}
+			failed, wait = 0, firstRetry
+			if stop {
+				cancel(errCancelled) // a no-op after the first
+			}
 		}
+		t.Reset(next)
 	}
 }
 
-// carryOut runs the container and works out the result. It never returns without a status.
-func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited func()) Result {
+// carryOut runs the container and works out the result. It never returns without a status,
+// nor before every log line it read is stored (or the run is no longer the runner's).
+func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logger, exited func()) Result {
 	fail := func(format string, args ...any) Result {
 		return Result{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
 	}
@@ -269,14 +311,26 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 			log.Warn("removing the container failed", "container", id, "err", err)
 		}
 	}()
-	if err := r.Peer.Started(ctx, w.ID, id); err != nil {
-		log.Warn("recording the container failed", "err", err)
-	}
 
+	// The container is recorded (for the reaper to remove, should the runner be lost), then its
+	// log followed; the container runs on meanwhile, and the engine keeps its log.
 	logsDone := make(chan struct{})
+	logCtx, stopLogs := context.WithCancel(ctx)
+	defer stopLogs()
+	d := &delivery{}
 	go func() {
 		defer close(logsDone)
-		r.streamLogs(ctx, w, id, Masker(w.Env), log)
+		d.start()
+		err := r.deliver(c, log, "recording the container", func() error {
+			sctx, cancel := context.WithTimeout(c.lost, 10*time.Second)
+			defer cancel()
+			return r.Peer.Started(sctx, w.ID, id)
+		})
+		d.end()
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			log.Warn("recording the container failed", "err", err)
+		}
+		r.streamLogs(logCtx, c, w, id, Masker(w.Env), d, log)
 	}()
 
 	wctx, wcancel := context.WithTimeout(ctx, timeout)
@@ -306,16 +360,10 @@ func (r *Runner) carryOut(ctx context.Context, w *Work, log *slog.Logger, exited
 		}
 	}
 	exited()
-	select {
-	case <-logsDone:
-	case <-time.After(10 * time.Second):
-		log.Warn("log stream did not end after the container exited")
-	}
+	awaitLogs(logsDone, d, stopLogs, log)
 
 	// Reports are kept for every run that got as far as a container, even a cancelled one.
-	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer rcancel()
-	reports := r.collectReports(rctx, w, id, log)
+	reports := r.collectReports(c, w, id, log)
 	if ended != nil {
 		ended.Reports = reports
 		return *ended
@@ -373,8 +421,11 @@ func (r *Runner) spec(e *Work, timeout time.Duration) (Spec, error) {
 }
 
 // streamLogs follows the container's output to the control plane, which announces it live and
-// stores it.
-func (r *Runner) streamLogs(ctx context.Context, w *Work, id string, mask *strings.Replacer, log *slog.Logger) {
+// stores it. A chunk the control plane cannot take is kept and sent again (the store knows it by
+// its seq, so a chunk whose answer was lost is stored once) before the next one, the pump
+// blocking meanwhile: what waits is one chunk and the lines read behind it (pumpLogs bounds
+// them), the rest stays with the engine.
+func (r *Runner) streamLogs(ctx context.Context, c claim, w *Work, id string, mask *strings.Replacer, d *delivery, log *slog.Logger) {
 	rc, err := r.Backend.Logs(ctx, id)
 	if err != nil {
 		log.Warn("following the container's logs failed", "err", err)
@@ -384,10 +435,15 @@ func (r *Runner) streamLogs(ctx context.Context, w *Work, id string, mask *strin
 	seq, offset := 0, int64(0)
 	pumpLogs(ctx, rc, mask, func(chunk string) {
 		seq++
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := r.Peer.Log(wctx, w.ID, seq, offset, chunk); err != nil {
-			log.Warn("storing log lines failed", "err", err)
+		d.start()
+		defer d.end()
+		err := r.deliver(c, log, "storing log lines", func() error {
+			wctx, cancel := context.WithTimeout(c.lost, 10*time.Second)
+			defer cancel()
+			return r.Peer.Log(wctx, w.ID, seq, offset, chunk)
+		})
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			log.Warn("storing log lines failed; they are dropped", "err", err)
 		}
 		offset += int64(len(chunk))
 	})
@@ -398,14 +454,33 @@ func (r *Runner) streamLogs(ctx context.Context, w *Work, id string, mask *strin
 // reads the results they hold. One copy of /app brings every folder (each copy costs the engine
 // a mount of the container); for an image whose /app holds much besides, the folders are copied
 // one by one.
-func (r *Runner) collectReports(ctx context.Context, w *Work, id string, log *slog.Logger) Reports {
+//
+// An upload the control plane could not take is made again, the archive copied afresh from the
+// container (which stays until the run's reports are in), for as long as the run is held.
+func (r *Runner) collectReports(c claim, w *Work, id string, log *slog.Logger) Reports {
 	folders := ReportFolders(reportFolders(w))
 	whole := !r.bigApp(w.Image)
-	rep, broke, err := r.upload(ctx, w, id, folders, whole, log)
-	if err != nil && broke && whole {
-		// Nothing of a broken archive is kept: the folders are copied again, one by one.
-		log.Warn("copying the report folders failed; copying them one by one", "err", err)
-		rep, _, err = r.upload(ctx, w, id, folders, false, log)
+	var rep Reports
+	err := r.deliver(c, log, "uploading the reports", func() error {
+		ctx, cancel := context.WithTimeout(c.lost, 5*time.Minute)
+		defer cancel()
+		var broke bool
+		var err error
+		rep, broke, err = r.upload(ctx, w, id, folders, whole, log)
+		if err != nil && broke && whole {
+			// Nothing of a broken archive is kept: the folders are copied again, one by one.
+			log.Warn("copying the report folders failed; copying them one by one", "err", err)
+			whole = false
+			rep, _, err = r.upload(ctx, w, id, folders, false, log)
+		}
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Too big or too slow to upload in time: another try would fare no better.
+			return fmt.Errorf("the reports took longer than 5 minutes to upload (%v)", err)
+		}
+		return err
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		return Reports{Notes: []string{"reports were not collected: the runner no longer held the run"}}
 	}
 	if err != nil {
 		log.Warn("uploading the reports failed", "err", err)
@@ -440,7 +515,12 @@ func (r *Runner) upload(ctx context.Context, w *Work, id string, folders []strin
 	pr.CloseWithError(errUploadReturned)
 	perr := <-produced
 	if err != nil {
-		return Reports{}, perr != nil && !errors.Is(perr, errUploadReturned), err
+		if broke = perr != nil && !errors.Is(perr, errUploadReturned); broke {
+			// The copy out of the container failed, not the control plane: however Upload
+			// failed with it (a request whose body broke off), this is not an outage.
+			err = fmt.Errorf("copying the reports out of the container: %w", perr)
+		}
+		return Reports{}, broke, err
 	}
 	return rep, false, nil
 }

@@ -95,6 +95,10 @@ type ExecutionRepo interface {
 	SetAnalysis(ctx context.Context, orgID, id string, a *domain.Analysis) error
 	// Expired lists RUNNING executions whose lease ended before now.
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
+	// ExtendLeases moves the lease of every RUNNING or ANALYZING run that ends before until to
+	// until, in one conditional write (a longer lease is left as it is), and returns how many
+	// it moved: after an outage of the database the reaper gives every runner time to renew.
+	ExtendLeases(ctx context.Context, until time.Time) (int, error)
 	// EndExpired ends an execution whose lease expired as ERROR with reason (no-op if renewed).
 	EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 	// SettleExpired ends an ANALYZING run whose lease ended before now with status (the verdict

@@ -738,6 +738,19 @@ func (r executionRepo) Expired(ctx context.Context, now time.Time) ([]domain.Exe
 		domain.ExecRunning, domain.ExecAnalyzing, millis(now))
 }
 
+// ExtendLeases moves every active lease that ends before until to until: one UPDATE through
+// the (status, lease_until) index, so a heartbeat that renewed further meanwhile keeps its
+// lease.
+func (r executionRepo) ExtendLeases(ctx context.Context, until time.Time) (int, error) {
+	res, err := r.s.exec(ctx, `UPDATE executions SET lease_until = ? WHERE status IN (?, ?) AND lease_until < ?`,
+		millis(until), domain.ExecRunning, domain.ExecAnalyzing, millis(until))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // EndExpired ends the run as ERROR with reason if its lease still ended before now: one
 // conditional UPDATE, so a heartbeat that renewed the lease first wins (false), and a heartbeat
 // after it finds the run ended. False, nil also for an unknown or already ended run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1140,6 +1141,58 @@ func testLeases(t *testing.T, open Opener) {
 		exp, err = ex.Expired(f.ctx, now.Add(24*time.Hour))
 		must(t, err)
 		equal(t, "Expired later", ids(exp, execID), []string{a.ID})
+	})
+
+	t.Run("ExtendLeasesAfterAnOutage", func(t *testing.T) {
+		// After an outage the reaper moves every active lease that ends sooner to now+grace:
+		// RUNNING and ANALYZING runs, expired or not; a longer lease, a PENDING run and an
+		// ended one are left alone.
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanEnterprise)
+		ex := f.s.Executions()
+		var runs []*domain.Execution
+		for i := range 5 {
+			f.run(o.ID, base.Add(time.Duration(i)*time.Second))
+			runs = append(runs, f.claim("r1", base, oneSlot)) // lease until base+1m
+		}
+		expired, soon, long, analyzing, ended := runs[0], runs[1], runs[2], runs[3], runs[4]
+		pending := f.run(o.ID, base.Add(time.Hour))
+		now := base.Add(2 * time.Minute) // expired's lease ran out during the outage
+		until := now.Add(30 * time.Second)
+		_, err := ex.Heartbeat(f.ctx, soon.ID, "r1", now.Add(time.Second))
+		must(t, err)
+		_, err = ex.Heartbeat(f.ctx, long.ID, "r1", now.Add(time.Hour))
+		must(t, err)
+		must(t, ex.Finish(f.ctx, analyzing.ID, "r1", store.Finish{Status: domain.ExecAnalyzing, ExitCode: ptr(1)}))
+		must(t, ex.Finish(f.ctx, ended.ID, "r1", passed(base.Add(time.Minute))))
+
+		n, err := ex.ExtendLeases(f.ctx, until)
+		must(t, err)
+		equal(t, "leases extended", n, 3)
+		for _, c := range []struct {
+			e    *domain.Execution
+			want *time.Time
+		}{{expired, ptr(until)}, {soon, ptr(until)}, {analyzing, ptr(until)}, {long, ptr(now.Add(time.Hour))},
+			{ended, nil}, {pending, nil}} {
+			got := f.getRun(o.ID, c.e.TaskID)
+			equal(t, "lease of "+c.e.TaskID+" ("+string(got.Status)+")", got.LeaseUntil, c.want)
+		}
+		exp, err := ex.Expired(f.ctx, until)
+		must(t, err)
+		equal(t, "expired at the new lease's end", len(exp), 0)
+		ended2, err := ex.EndExpired(f.ctx, expired.ID, now.Add(time.Second), "runner lost")
+		must(t, err)
+		equal(t, "EndExpired within the grace", ended2, false)
+		n, err = ex.ExtendLeases(f.ctx, until)
+		must(t, err)
+		equal(t, "leases extended twice", n, 0)
+		// The runner renews as before; past the grace without renewing, its run expires.
+		_, err = ex.Heartbeat(f.ctx, expired.ID, "r1", until.Add(time.Minute))
+		must(t, err)
+		exp, err = ex.Expired(f.ctx, until.Add(time.Millisecond))
+		must(t, err)
+		equal(t, "expired after the grace", slices.Sorted(slices.Values(ids(exp, execID))),
+			slices.Sorted(slices.Values([]string{soon.ID, analyzing.ID})))
 	})
 
 	t.Run("EndExpiredRacesHeartbeat", func(t *testing.T) {

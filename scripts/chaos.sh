@@ -106,7 +106,8 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
 log "building verdict and the driver (work folder $work)"
-CGO_ENABLED=0 go build -o "$work/verdict" ./cmd/verdict
+# Built as scripts/image.sh builds the image's binary, so that its compiled packages are reused.
+CGO_ENABLED=0 go build -trimpath -tags timetzdata -o "$work/verdict" ./cmd/verdict
 go build -o "$work/chaos" ./internal/tools/chaos
 
 engine_args=()

@@ -13,6 +13,8 @@ import (
 
 // check is one verdict on a fault. A fault fails when any of its checks does:
 //
+//	statuses  every run ends as the fault's expectation says (PASSED for most; ERROR with an
+//	          error for the runs in flight when the engine restarts or the lease is lost)
 //	outcome   a run whose suite ran to its end (its container exited 0, or its log holds the
 //	          suite's last line) must end PASSED with exit code 0, unless the fault took the
 //	          runner's lease away (then ERROR, runner lost, is correct)
@@ -29,8 +31,6 @@ type check struct {
 	ok     bool
 	detail string
 }
-
-var checkNames = []string{"outcome", "logs", "effects", "no 500", "recovery"}
 
 var numbered = regexp.MustCompile(`^line (\d+) of (\d+)$`)
 
@@ -186,7 +186,7 @@ func (c *chaos) checkEffects(ctx context.Context) {
 
 // judge runs the checks of one fault.
 func (c *chaos) judge(r *result) {
-	var outcome, logs, recovery []string
+	var statuses, outcome, logs, recovery []string
 	for _, rr := range r.allRuns() {
 		e := rr.final
 		if e == nil || !e.final() {
@@ -196,6 +196,16 @@ func (c *chaos) judge(r *result) {
 			}
 			recovery = append(recovery, fmt.Sprintf("%s still %s", rr.taskID, st))
 			continue
+		}
+		want, explained := []string{"PASSED"}, false
+		if r.f.want != nil {
+			want, explained = r.f.want(rr.kind)
+		}
+		switch {
+		case !contains(want, e.Status):
+			statuses = append(statuses, fmt.Sprintf("%s (%s) ended %s, want %s", rr.taskID, rr.kind, describeEnd(e), strings.Join(want, " or ")))
+		case e.Status == "ERROR" && explained && e.errText() == "":
+			statuses = append(statuses, fmt.Sprintf("%s (%s) ended ERROR without saying why", rr.taskID, rr.kind))
 		}
 		end, _ := c.ranToEnd(rr)
 		exempt := r.f.leaseLost && rr.kind == "in flight"
@@ -261,9 +271,21 @@ func (c *chaos) judge(r *result) {
 	for _, x := range []struct {
 		name string
 		errs []string
-	}{{"outcome", outcome}, {"logs", logs}, {"effects", effects}, {"no 500", no500}, {"recovery", recovery}} {
+	}{{"statuses", statuses}, {"outcome", outcome}, {"logs", logs}, {"effects", effects}, {"no 500", no500}, {"recovery", recovery}} {
 		r.checks = append(r.checks, check{name: x.name, ok: len(x.errs) == 0, detail: strings.Join(x.errs, "; ")})
 	}
+}
+
+// describeEnd is a final status with its exit code or error.
+func describeEnd(e *execution) string {
+	s := e.Status
+	if e.ExitCode != nil {
+		s += fmt.Sprintf(" (exit %d)", *e.ExitCode)
+	}
+	if t := e.errText(); t != "" {
+		s += fmt.Sprintf(" (%s)", t)
+	}
+	return s
 }
 
 func statusText(s int) string {
@@ -306,6 +328,7 @@ func (c *chaos) report(took time.Duration) bool {
 		for _, s := range r.traffic.samples {
 			p("     500: %s", s)
 		}
+		p("   /readyz answered 200 during the fault: %s", strings.Join(r.readyDuring, ", "))
 		p("   recovery: /readyz 200 on every replica %s after the fault ended; a new run %s after %s",
 			seconds(r.readyAfter), r.probe, seconds(r.passAfter))
 		inv, mailed, tick, issues := 0, 0, 0, 0
@@ -337,7 +360,7 @@ func (c *chaos) report(took time.Duration) bool {
 		p("the fakes reported: %s", strings.Join(errs, "; "))
 	}
 	p("")
-	p("%-58s %-8s %-8s %-8s %-8s %-9s %-7s %-7s %s", "fault", "outcome", "logs", "effects", "no 500", "recovery", "ready", "new run", "result")
+	p("%-58s %-8s %-8s %-8s %-8s %-8s %-9s %-7s %-7s %s", "fault", "statuses", "outcome", "logs", "effects", "no 500", "recovery", "ready", "new run", "result")
 	for _, r := range c.results {
 		res := "PASS"
 		cells := map[string]string{}
@@ -351,7 +374,7 @@ func (c *chaos) report(took time.Duration) bool {
 		if n := r.traffic.count("500"); n > 0 {
 			cells["no 500"] = fmt.Sprintf("FAIL %d", n)
 		}
-		p("%-58s %-8s %-8s %-8s %-8s %-9s %-7s %-7s %s", r.f.title, cells["outcome"], cells["logs"], cells["effects"], cells["no 500"],
+		p("%-58s %-8s %-8s %-8s %-8s %-8s %-9s %-7s %-7s %s", r.f.title, cells["statuses"], cells["outcome"], cells["logs"], cells["effects"], cells["no 500"],
 			cells["recovery"], short(r.readyAfter), short(r.passAfter), res)
 	}
 	verdict := "PASS"
@@ -401,8 +424,14 @@ func (c *chaos) describe(r *result, rr *runRec) string {
 		s += fmt.Sprintf(", %d offset jumps", anomalies)
 	}
 	s += ")"
+	if e := rr.final; e != nil {
+		s += fmt.Sprintf("; %d tests", e.Summary.Total)
+		if len(e.Notes) > 0 {
+			s += fmt.Sprintf(", notes %q", e.Notes)
+		}
+	}
 	if errText != "" {
-		s += fmt.Sprintf(" error: %q", errText)
+		s += fmt.Sprintf("; error: %q", errText)
 	}
 	return s
 }

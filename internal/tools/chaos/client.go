@@ -97,11 +97,15 @@ func (c *apiClient) callRetrying(ctx context.Context, timeout time.Duration, met
 
 // execution is the part of a run the driver reads.
 type execution struct {
-	TaskID         string  `json:"taskId"`
-	Status         string  `json:"status"`
-	Error          *string `json:"error"`
-	ExitCode       *int    `json:"exitCode"`
-	Runner         string  `json:"runner"`
+	TaskID   string   `json:"taskId"`
+	Status   string   `json:"status"`
+	Error    *string  `json:"error"`
+	ExitCode *int     `json:"exitCode"`
+	Runner   string   `json:"runner"`
+	Notes    []string `json:"notes"`
+	Summary  struct {
+		Total int `json:"total"`
+	} `json:"summary"`
 	TrackerAIssues []struct {
 		Title string `json:"title"`
 	} `json:"trackerAIssues"`

@@ -222,7 +222,7 @@ func (d *disk) unmount() {
 	_ = runCmd(context.Background(), "umount", d.mnt)
 }
 
-// fill writes zeros until the file system has no block left.
+// fill writes zeros until the file system has no byte left.
 func (d *disk) fill() (int64, error) {
 	d.filler = filepath.Join(d.mnt, "chaos-filler")
 	f, err := os.Create(d.filler)
@@ -231,7 +231,7 @@ func (d *disk) fill() (int64, error) {
 	}
 	defer f.Close()
 	var n int64
-	for _, size := range []int{1 << 20, 4 << 10} {
+	for _, size := range []int{1 << 20, 4 << 10, 256, 1} {
 		buf := make([]byte, size)
 		for {
 			w, err := f.Write(buf)

@@ -70,6 +70,19 @@ func (t *traffic) count(outcome string, classes ...string) int {
 	return n
 }
 
+// total counts every answer.
+func (t *traffic) total() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, m := range t.byClass {
+		for _, k := range m {
+			n += k
+		}
+	}
+	return n
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if x == y {

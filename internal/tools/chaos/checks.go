@@ -263,10 +263,14 @@ func (c *chaos) judge(r *result) {
 	r.mu.Unlock()
 	sort.Strings(effects)
 
-	n500 := r.traffic.count("500")
 	var no500 []string
-	if n500 > 0 {
-		no500 = append(no500, fmt.Sprintf("%d answers 500", n500))
+	for _, w := range []struct {
+		name string
+		t    *traffic
+	}{{"before the fault", r.before}, {"during the fault and its recovery", r.traffic}, {"after", r.after}} {
+		if n := w.t.count("500"); n > 0 {
+			no500 = append(no500, fmt.Sprintf("%d answers 500 %s", n, w.name))
+		}
 	}
 	for _, x := range []struct {
 		name string
@@ -318,16 +322,20 @@ func (c *chaos) report(took time.Duration) bool {
 		for _, rr := range r.allRuns() {
 			p("     %s", c.describe(r, rr))
 		}
-		p("   requests through the balancer, fault and recovery (2xx/4xx/503/500/other 5xx/conn errors/timeouts):")
+		p("   requests through the balancer during the fault and until it recovered (2xx/4xx/503/500/other 5xx/conn errors/timeouts):")
 		for _, class := range []string{"api", "events", "runner"} {
 			t := r.traffic
 			p("     %-7s %4d / %3d / %3d / %3d / %3d / %3d / %3d", class, t.count("2xx", class), t.count("4xx", class),
 				t.count("503", class), t.count("500", class), t.count("5xx", class), t.count("conn error", class), t.count("client gone", class))
 		}
 		p("     %d sent to the other replica after a refused connection", r.traffic.failovers)
-		for _, s := range r.traffic.samples {
-			p("     500: %s", s)
+		for _, w := range []*traffic{r.before, r.traffic, r.after} {
+			for _, s := range w.samples {
+				p("     500: %s", s)
+			}
 		}
+		p("     before the fault: %d answers, %d of them 500; after the recovery, while the runs ended: %d answers, %d of them 500",
+			r.before.total(), r.before.count("500"), r.after.total(), r.after.count("500"))
 		p("   /readyz answered 200 during the fault: %s", strings.Join(r.readyDuring, ", "))
 		p("   recovery: /readyz 200 on every replica %s after the fault ended; a new run %s after %s",
 			seconds(r.readyAfter), r.probe, seconds(r.passAfter))
@@ -371,7 +379,7 @@ func (c *chaos) report(took time.Duration) bool {
 				res = "FAIL"
 			}
 		}
-		if n := r.traffic.count("500"); n > 0 {
+		if n := r.before.count("500") + r.traffic.count("500") + r.after.count("500"); n > 0 {
 			cells["no 500"] = fmt.Sprintf("FAIL %d", n)
 		}
 		p("%-58s %-8s %-8s %-8s %-8s %-8s %-9s %-7s %-7s %s", r.f.title, cells["statuses"], cells["outcome"], cells["logs"], cells["effects"], cells["no 500"],

@@ -125,10 +125,12 @@ type runRec struct {
 
 // result is what one fault did.
 type result struct {
-	f       *fault
-	notes   []string
-	traffic *traffic
-	runs    []*runRec
+	f     *fault
+	notes []string
+	// What the balancer answered before the fault (its runs queued), during it until the
+	// service recovered, and after (the runs finishing).
+	before, traffic, after *traffic
+	runs                   []*runRec
 
 	faultFor    time.Duration // from the injection to the end of the restore
 	readyAfter  time.Duration // from the restore until /readyz is 200 on every replica; -1: not within the bound
@@ -170,7 +172,7 @@ const (
 
 func (c *chaos) scenario(ctx context.Context, f *fault) *result {
 	r := &result{f: f, invites: map[string]int{}, tickets: map[string]int{}, readyAfter: -1, passAfter: -1}
-	r.traffic = c.lb.setWindow()
+	r.before = c.lb.setWindow()
 	follows, stopFollows := context.WithCancel(ctx)
 	defer stopFollows()
 
@@ -207,6 +209,7 @@ func (c *chaos) scenario(ctx context.Context, f *fault) *result {
 	time.Sleep(500 * time.Millisecond) // clients are calling when the fault comes
 
 	logf("%s: inject", f.key)
+	r.traffic = c.lb.setWindow()
 	t0 := time.Now()
 	watch, stopWatch := context.WithCancel(ctx)
 	readiness := c.watchReadiness(watch)
@@ -229,6 +232,7 @@ func (c *chaos) scenario(ctx context.Context, f *fault) *result {
 	c.measureRecovery(ctx, r, t1)
 	stopLoad()
 	wg.Wait()
+	r.after = c.lb.setWindow()
 
 	c.settle(ctx, r, t1)
 	logf("%s: done (ready after %s, a new run passed after %s)", f.key, seconds(r.readyAfter), seconds(r.passAfter))

@@ -14,7 +14,8 @@ import (
 // check is one verdict on a fault. A fault fails when any of its checks does:
 //
 //	statuses  every run ends as the fault's expectation says (PASSED for most; ERROR with an
-//	          error for the runs in flight when the engine restarts or the lease is lost)
+//	          error for the runs in flight when the engine restarts or the lease is lost); the
+//	          fault was injected and ended, and hit at least one run in flight
 //	outcome   a run whose suite ran to its end (its container exited 0, or its log holds the
 //	          suite's last line) must end PASSED with exit code 0, unless the fault took the
 //	          runner's lease away (then ERROR, runner lost, is correct)
@@ -187,6 +188,16 @@ func (c *chaos) checkEffects(ctx context.Context) {
 // judge runs the checks of one fault.
 func (c *chaos) judge(r *result) {
 	var statuses, outcome, logs, recovery []string
+	statuses = append(statuses, r.broken...)
+	inFlight := 0
+	for _, rr := range r.allRuns() {
+		if rr.kind == "in flight" {
+			inFlight++
+		}
+	}
+	if inFlight == 0 {
+		statuses = append(statuses, "no run was in flight when the fault came")
+	}
 	for _, rr := range r.allRuns() {
 		e := rr.final
 		if e == nil || !e.final() {
@@ -322,7 +333,7 @@ func (c *chaos) report(took time.Duration) bool {
 		for _, rr := range r.allRuns() {
 			p("     %s", c.describe(r, rr))
 		}
-		p("   requests through the balancer during the fault and until it recovered (2xx/4xx/503/500/other 5xx/conn errors/timeouts):")
+		p("   requests through the balancer during the fault and until it recovered (2xx/4xx/503/500/other 5xx/conn errors/client gave up):")
 		for _, class := range []string{"api", "events", "runner"} {
 			t := r.traffic
 			p("     %-7s %4d / %3d / %3d / %3d / %3d / %3d / %3d", class, t.count("2xx", class), t.count("4xx", class),

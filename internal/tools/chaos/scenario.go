@@ -125,8 +125,9 @@ type runRec struct {
 
 // result is what one fault did.
 type result struct {
-	f     *fault
-	notes []string
+	f      *fault
+	notes  []string
+	broken []string // the fault could not be injected or ended: the checks would prove nothing
 	// What the balancer answered before the fault (its runs queued), during it until the
 	// service recovered, and after (the runs finishing).
 	before, traffic, after *traffic
@@ -214,13 +215,13 @@ func (c *chaos) scenario(ctx context.Context, f *fault) *result {
 	watch, stopWatch := context.WithCancel(ctx)
 	readiness := c.watchReadiness(watch)
 	if note, err := f.inject(ctx); err != nil {
-		r.note("injecting the fault failed: %v", err)
+		r.broken = append(r.broken, fmt.Sprintf("injecting the fault failed: %v", err))
 	} else if note != "" {
 		r.note("%s", note)
 	}
 	sleepCtx(ctx, f.hold)
 	if note, err := f.restore(ctx); err != nil {
-		r.note("ending the fault failed: %v", err)
+		r.broken = append(r.broken, fmt.Sprintf("ending the fault failed: %v", err))
 	} else if note != "" {
 		r.note("%s", note)
 	}

@@ -34,6 +34,49 @@ type balancer struct {
 type backend struct {
 	addr      string
 	downUntil atomic.Int64 // unix nanoseconds
+
+	mu       sync.Mutex
+	inFlight map[*http.Request]string // requests sent and not yet answered in full: "METHOD path"
+}
+
+// busy lists the requests in flight on the replica.
+func (be *backend) busy() []string {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	var out []string
+	for _, s := range be.inFlight {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (be *backend) track(r *http.Request) func() {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.inFlight == nil {
+		be.inFlight = map[*http.Request]string{}
+	}
+	be.inFlight[r] = r.Method + " " + r.URL.Path
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			be.mu.Lock()
+			delete(be.inFlight, r)
+			be.mu.Unlock()
+		})
+	}
+}
+
+// doneBody calls done when the answer's body is closed.
+type doneBody struct {
+	io.ReadCloser
+	done func()
+}
+
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
 }
 
 // traffic counts what the balancer answered during one window (a fault and its recovery).
@@ -133,6 +176,16 @@ func newBalancer(addrs []string) *balancer {
 	return b
 }
 
+// backendOf is the backend at addr.
+func (b *balancer) backendOf(addr string) *backend {
+	for _, be := range b.backends {
+		if be.addr == addr {
+			return be
+		}
+	}
+	return nil
+}
+
 func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.proxy.ServeHTTP(w, r) }
 
 // setWindow starts counting into a new window and returns it.
@@ -224,10 +277,13 @@ func (b *balancer) RoundTrip(r *http.Request) (*http.Response, error) {
 			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		var res *http.Response
+		done := be.track(out)
 		res, err = b.tr.RoundTrip(out)
 		if err == nil {
+			res.Body = &doneBody{ReadCloser: res.Body, done: done}
 			return res, nil
 		}
+		done()
 		if r.Context().Err() != nil {
 			return nil, err
 		}

@@ -303,6 +303,23 @@ func describeEnd(e *execution) string {
 	return s
 }
 
+// byStatus writes counts by status: "201 ×9, 500 ×3".
+func byStatus(m map[int]int) string {
+	var keys []int
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", statusText(k), m[k]))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
 func statusText(s int) string {
 	if s == 0 {
 		return "no answer"
@@ -350,21 +367,18 @@ func (c *chaos) report(took time.Duration) bool {
 		p("   /readyz answered 200 during the fault: %s", strings.Join(r.readyDuring, ", "))
 		p("   recovery: /readyz 200 on every replica %s after the fault ended; a new run %s after %s",
 			seconds(r.readyAfter), r.probe, seconds(r.passAfter))
-		inv, mailed, tick, issues := 0, 0, 0, 0
+		mailed, issues := 0, 0
+		inv, tick := map[int]int{}, map[int]int{}
 		for email, st := range r.invites {
-			if st == http.StatusCreated {
-				inv++
-			}
+			inv[st]++
 			mailed += c.mails[email]
 		}
 		for title, st := range r.tickets {
-			if st == http.StatusCreated {
-				tick++
-			}
+			tick[st]++
 			issues += c.issues[title]
 		}
-		p("   effects: %d invitations (%d answered 201) → %d mails; %d tickets (%d answered 201) → %d issues in Linear",
-			len(r.invites), inv, mailed, len(r.tickets), tick, issues)
+		p("   effects: %d invitations (answered %s) → %d mails; %d tickets (answered %s) → %d issues in Linear",
+			len(r.invites), byStatus(inv), mailed, len(r.tickets), byStatus(tick), issues)
 		for _, ch := range r.checks {
 			mark := "ok"
 			if !ch.ok {

@@ -201,7 +201,7 @@ func (f *follower) run(ctx context.Context, c *apiClient) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(time.Second): // as a client's reconnection delay
 			}
 		}
 		if f.stream(ctx, c) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,9 +90,23 @@ func faultByKey(c *chaos, key string) *fault {
 		victim := c.replicas[len(c.replicas)-1]
 		return &fault{key: key, title: fmt.Sprintf("%s killed (SIGKILL) mid-request, restarted 5 s later", victim.name), lines: 60,
 			expect: "every run PASSED (exit 0); only requests in flight on the killed replica fail (502 from the balancer)",
-			inject: func(context.Context) (string, error) {
+			inject: func(ctx context.Context) (string, error) {
+				// Mid-request: once a request other than an event stream is in flight on it
+				// (the runner's long-polls are, most of the time).
+				be := c.lb.backendOf(victim.addr())
+				var busy []string
+				_ = waitFor(ctx, 10*time.Second, func() bool {
+					busy = be.busy()
+					for _, b := range busy {
+						if !strings.HasSuffix(b, "/events") {
+							return true
+						}
+					}
+					return false
+				})
 				victim.p.stop(syscall.SIGKILL, 5*time.Second)
-				return "", nil
+				sort.Strings(busy)
+				return fmt.Sprintf("killed with %d requests in flight on it: %s", len(busy), strings.Join(busy, ", ")), nil
 			},
 			hold: 5 * time.Second,
 			restore: func(ctx context.Context) (string, error) {

@@ -72,8 +72,16 @@ cleanup() {
 	fi
 	# What the driver could not stop itself (it was killed): its processes, the runs'
 	# containers, the database, the mount.
+	# Each line is "pid start-time": a pid whose process started at another time is no longer
+	# the driver's child, and is left alone.
 	if [[ -s $work/pids ]]; then
-		while read -r p; do kill -CONT "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done <"$work/pids"
+		local p st now
+		while read -r p st; do
+			now=$(sed -E 's/.*\) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20) || continue
+			[[ -n $st && $now == "$st" ]] || continue
+			kill -CONT "$p" 2>/dev/null || true
+			kill -KILL "$p" 2>/dev/null || true
+		done <"$work/pids"
 	fi
 	local dh=()
 	[[ $ENGINE == own ]] && dh=(-H "unix://$work/engine/docker.sock")
@@ -98,6 +106,8 @@ cleanup() {
 	if ((rc == 0)); then
 		rm -rf "$work"
 	else
+		# The logs stay; the binaries, the disk image, the database and the engine's images go.
+		rm -rf "$work/verdict" "$work/chaos" "$work/data.img" "$work/pg/data" "$work/engine/root" "$work/engine/exec"
 		log "logs kept in $work"
 	fi
 	return "$rc"

@@ -81,7 +81,9 @@ var pidsFile struct {
 	path string
 }
 
-// recordPid appends a child's pid to the pids file scripts/chaos.sh kills on exit.
+// recordPid appends a child's pid and start time (field 22 of /proc/PID/stat) to the pids
+// file scripts/chaos.sh kills on exit: the start time tells the child from a later process
+// that got its pid.
 func recordPid(pid int) {
 	pidsFile.Lock()
 	defer pidsFile.Unlock()
@@ -92,7 +94,15 @@ func recordPid(pid int) {
 	if err != nil {
 		return
 	}
-	fmt.Fprintln(f, pid)
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// The command's name, in parentheses, may hold spaces: the fields count after it.
+	start := ""
+	if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+		if fields := strings.Fields(string(stat[i+1:])); len(fields) > 19 {
+			start = fields[19]
+		}
+	}
+	fmt.Fprintln(f, pid, start)
 	f.Close()
 }
 

@@ -185,7 +185,7 @@ func (c *chaos) main(ctx context.Context) int {
 	c.checkEffects(ctx)
 	failed := c.report(time.Since(t0))
 	if ctx.Err() != nil {
-		fmt.Printf("chaos: FAILED: the run did not finish within %s\n", c.bound)
+		fmt.Printf("chaos: FAILED: interrupted, or out of time (the bound is %s): the figures above are partial\n", c.bound)
 		return 1
 	}
 	if failed {

@@ -362,20 +362,26 @@ func (c *chaos) signalRunner(sig syscall.Signal) error {
 }
 
 func (c *chaos) teardown() {
+	// The balancer first: it ends the runner's long-polls and the event streams, which the
+	// processes would otherwise wait for as they shut down.
+	if c.lbSrv != nil {
+		c.lbSrv.Close()
+	}
+	var wg sync.WaitGroup
 	if c.runnerProc != nil {
 		if c.frozen {
 			_ = c.signalRunner(syscall.SIGCONT)
 		}
-		c.runnerProc.stop(syscall.SIGTERM, 20*time.Second)
+		wg.Add(1)
+		go func() { defer wg.Done(); c.runnerProc.stop(syscall.SIGTERM, 10*time.Second) }()
 	}
 	for _, r := range c.replicas {
 		if r.p != nil {
-			r.p.stop(syscall.SIGTERM, 10*time.Second)
+			wg.Add(1)
+			go func() { defer wg.Done(); r.p.stop(syscall.SIGTERM, 10*time.Second) }()
 		}
 	}
-	if c.lbSrv != nil {
-		c.lbSrv.Close()
-	}
+	wg.Wait()
 	if c.exits != nil {
 		c.exits.stop()
 	}

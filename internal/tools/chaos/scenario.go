@@ -138,6 +138,12 @@ type runRec struct {
 	logErr error
 }
 
+// pending is a run whose queueing was not answered.
+type pending struct {
+	taskID string
+	lines  int
+}
+
 // result is what one fault did.
 type result struct {
 	f      *fault
@@ -154,9 +160,10 @@ type result struct {
 	probe       string        // what became of that new run
 	readyDuring []string      // per replica: how often /readyz answered 200 during the fault
 
-	mu      sync.Mutex
-	invites map[string]int // invitee → status answered (0: no answer)
-	tickets map[string]int // issue title → status answered
+	mu         sync.Mutex
+	unanswered []pending      // runs queued without an answer: looked for once the fault is over
+	invites    map[string]int // invitee → status answered (0: no answer)
+	tickets    map[string]int // issue title → status answered
 
 	checks []check
 }
@@ -256,7 +263,7 @@ func (c *chaos) scenario(ctx context.Context, f *fault) *result {
 	wg.Wait()
 	r.after = c.lb.setWindow()
 
-	c.settle(ctx, r, t1)
+	c.settle(ctx, follows, r, t1)
 	logf("%s: done (ready after %s, a new run passed after %s)", f.key, seconds(r.readyAfter), seconds(r.passAfter))
 	return r
 }
@@ -285,9 +292,19 @@ func (c *chaos) queue(ctx, follows context.Context, r *result, lines int, interv
 	} else {
 		err = c.admin.call(ctx, http.MethodPost, "/api/executions", queueBody(c.image, taskID, lines, interval), nil)
 	}
-	if err != nil {
-		if kind == "" {
-			r.note("queueing %s failed: %v", taskID, err)
+	switch {
+	case err == nil:
+	case kind == "" && statusOf(err) == http.StatusConflict:
+		// An earlier try was taken; its answer was lost.
+	case kind == "":
+		r.note("queueing %s failed: %v", taskID, err)
+		return nil
+	default:
+		if s := statusOf(err); s == 0 || s == http.StatusBadGateway {
+			// No answer from the service: the run may have been queued all the same.
+			r.mu.Lock()
+			r.unanswered = append(r.unanswered, pending{taskID, lines})
+			r.mu.Unlock()
 		}
 		return nil
 	}
@@ -414,8 +431,15 @@ func (c *chaos) measureRecovery(ctx context.Context, r *result, t1 time.Time) {
 
 // settle waits for every run of the fault to end, for its event stream to close, and reads
 // its stored log.
-func (c *chaos) settle(ctx context.Context, r *result, t1 time.Time) {
+func (c *chaos) settle(ctx, follows context.Context, r *result, t1 time.Time) {
 	deadline := t1.Add(settleFor)
+	// A run whose queueing had no answer counts if the service has it. Its event stream, opened
+	// now, replays its log from the start.
+	for _, p := range r.unanswered {
+		if _, err := c.admin.getRetrying(ctx, p.taskID); err == nil {
+			r.addRun(&runRec{taskID: p.taskID, kind: "queued, no answer", lines: p.lines, f: follow(follows, c.admin, p.taskID)})
+		}
+	}
 	for _, rr := range r.allRuns() {
 		for ctx.Err() == nil {
 			e, err := c.admin.get(ctx, rr.taskID)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: checks formatting, the module files and static analysis (gofmt,
 # go mod tidy, go vet, staticcheck), then starts the real services, builds the sample suite
-# images, and tests every package against them. Non-zero exit on any failure.
+# images, and tests every package against them; then puts the real service through real faults
+# (scripts/chaos.sh). Non-zero exit on any failure.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -99,3 +100,10 @@ docker save verdict:local verdict-examples/pass:latest verdict-examples/fail:lat
 
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...
+
+# The real service through real faults: PostgreSQL, Redis and the Docker engine stopped or
+# restarted, the remote runner frozen, a replica killed, the data folder full. After the Go
+# tests, because it restarts the Docker engine they use.
+echo "+ scripts/chaos.sh"
+scripts/chaos.sh ||
+	{ echo "test.sh: FAIL: the chaos stage failed (what failed is in its summary table above)" >&2; exit 1; }

@@ -138,7 +138,8 @@ type RunOutcome struct {
 // chunks come from one writer (its runner), in increasing seq order.
 type LogRepo interface {
 	// Append stores chunk after the last one. A seq not above the last stored one is
-	// ErrConflict (a retried append can treat that as done); an unknown run is ErrNotFound.
+	// ErrConflict (a retried append can treat that as done); an unknown run, or one that has
+	// reached its final status (its log is complete), is ErrNotFound.
 	Append(ctx context.Context, executionID string, seq int, chunk string) error
 	// ReadFrom passes fn the log's bytes from byte offset from, in order, a chunk (or part of
 	// one) at a time, and stops after limit bytes (limit < 0: at the end). p is valid only

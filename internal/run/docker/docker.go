@@ -460,11 +460,19 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 		if r.Error != nil && r.Error.Message != "" {
 			return int(r.StatusCode), fmt.Errorf("wait for container %s: %s", id, r.Error.Message)
 		}
+		if r.StatusCode > 128 && !b.answers(ctx) {
+			// Killed by a signal while the engine stops answering: the engine is shutting down
+			// and stopped it (SIGTERM, exit 143), not the suite.
+			return b.waitAfterEngineLoss(ctx, id, fmt.Errorf("container %s stopped with exit code %d as the engine went away", id, r.StatusCode))
+		}
 		return int(r.StatusCode), nil
 	case code := <-exited:
 		// The engine still cleans up after the container; the wait would answer after that.
 		if exceeded.Load() {
 			return code, diskErr(<-over)
+		}
+		if code > 128 && !b.answers(ctx) {
+			return b.waitAfterEngineLoss(ctx, id, fmt.Errorf("container %s stopped with exit code %d as the engine went away", id, code))
 		}
 		return code, nil
 	case err := <-res.Error:
@@ -475,6 +483,15 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 	case size := <-over:
 		return -1, diskErr(size)
 	}
+}
+
+// answers reports whether the engine answers a ping within a second: an engine shutting down
+// closes its API first.
+func (b *Backend) answers(ctx context.Context) bool {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := b.cli.Ping(pctx, client.PingOptions{})
+	return err == nil
 }
 
 // engineReturnWait bounds how long a run waits for its engine to answer again after the wait

@@ -11,6 +11,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"verdict/internal/domain"
 	"verdict/internal/store"
 )
 
@@ -28,11 +29,15 @@ type logRepo struct{ s *Store }
 // seq not above the last stored one inserts nothing and is ErrConflict (a retried append can
 // treat that as done); an unknown (or deleted) execution is ErrNotFound.
 func (r logRepo) Append(ctx context.Context, executionID string, seq int, chunk string) error {
+	// A run that has ended takes no more lines: a runner that lost its lease (frozen, cut off)
+	// may still send some, which would land after the final status its followers were shown.
 	res, err := r.s.exec(ctx, `INSERT INTO execution_logs (execution_id, seq, byte_offset, chunk)
 		SELECT ?, ?, COALESCE((SELECT byte_offset + length(chunk) FROM execution_logs
 			WHERE execution_id = ? ORDER BY seq DESC LIMIT 1), 0), ?
-		WHERE NOT EXISTS (SELECT 1 FROM execution_logs WHERE execution_id = ? AND seq >= ?)`,
-		executionID, seq, executionID, []byte(chunk), executionID, seq)
+		WHERE NOT EXISTS (SELECT 1 FROM execution_logs WHERE execution_id = ? AND seq >= ?)
+		AND NOT EXISTS (SELECT 1 FROM executions WHERE id = ? AND status IN (?, ?, ?, ?, ?))`,
+		executionID, seq, executionID, []byte(chunk), executionID, seq,
+		executionID, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled)
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("%w: execution %s: %v", store.ErrNotFound, executionID, err)
 	}
@@ -42,6 +47,11 @@ func (r logRepo) Append(ctx context.Context, executionID string, seq int, chunk 
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n == 0 {
+		var status domain.ExecStatus
+		err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(`SELECT status FROM executions WHERE id = ?`), executionID).Scan(&status)
+		if err == nil && status.Final() {
+			return fmt.Errorf("%w: execution %s has ended (%s): its log takes no more lines", store.ErrNotFound, executionID, status)
+		}
 		return fmt.Errorf("%w: execution %s already has a log chunk at or after seq %d", store.ErrConflict, executionID, seq)
 	}
 	return nil

@@ -632,6 +632,19 @@ func testExecutions(t *testing.T, open Opener) {
 		wantErr(t, "RequestCancel unknown", err, store.ErrNotFound)
 	})
 
+	t.Run("LogEndsWithTheRun", func(t *testing.T) {
+		f := setup(t, open)
+		f.run(f.org().ID, base)
+		got := f.claim("r1", base, oneSlot)
+		must(t, f.s.Logs().Append(f.ctx, got.ID, 1, "line 1\n"))
+		must(t, f.s.Executions().Finish(f.ctx, got.ID, "r1", store.Finish{Status: domain.ExecPassed, FinishedAt: base.Add(time.Second)}))
+		wantErr(t, "Append after the final status", f.s.Logs().Append(f.ctx, got.ID, 2, "late\n"), store.ErrNotFound)
+		wantErr(t, "a chunk stored before, sent again", f.s.Logs().Append(f.ctx, got.ID, 1, "line 1\n"), store.ErrNotFound)
+		log, err := f.s.Logs().Read(f.ctx, got.ID)
+		must(t, err)
+		equal(t, "log", log, "line 1\n")
+	})
+
 	t.Run("DeleteRemovesLogs", func(t *testing.T) {
 		f := setup(t, open)
 		o := f.org()

@@ -71,7 +71,8 @@ type harnessOpts struct {
 	realClock  bool // runs: timestamps and leases on the real clock
 	workers    bool // start the runner, reaper and mail sender
 	lease      time.Duration
-	// databaseURL shares a PostgreSQL database with another harness (two replicas).
+	// databaseURL shares a PostgreSQL database with another harness (two replicas), or reaches
+	// one through a proxy the test can cut (testenv.Cutter).
 	databaseURL string
 	// log receives the service's log as JSON lines at info (nil: discarded).
 	log io.Writer

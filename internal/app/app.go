@@ -418,7 +418,9 @@ func (a *App) readiness() []api.Checker {
 	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
 		{Name: engines.Name(a.backend), Check: a.backend.Ping, Optional: true}}
 	if a.redis != nil {
-		checks = append(checks, api.Checker{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }})
+		// Optional: while Redis is away the limits count in memory and requests are served, so
+		// a load balancer must not take every replica out for it.
+		checks = append(checks, api.Checker{Name: "redis", Check: func(ctx context.Context) error { return a.redis.Ping(ctx).Err() }, Optional: true})
 	}
 	if a.reportCheck != nil {
 		checks = append(checks, *a.reportCheck)

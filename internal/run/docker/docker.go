@@ -460,9 +460,7 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 		if r.Error != nil && r.Error.Message != "" {
 			return int(r.StatusCode), fmt.Errorf("wait for container %s: %s", id, r.Error.Message)
 		}
-		if r.StatusCode > 128 && !b.answers(ctx) {
-			// Killed by a signal while the engine stops answering: the engine is shutting down
-			// and stopped it (SIGTERM, exit 143), not the suite.
+		if b.stoppedByEngine(ctx, id, int(r.StatusCode)) {
 			return b.waitAfterEngineLoss(ctx, id, fmt.Errorf("container %s stopped with exit code %d as the engine went away", id, r.StatusCode))
 		}
 		return int(r.StatusCode), nil
@@ -471,7 +469,7 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 		if exceeded.Load() {
 			return code, diskErr(<-over)
 		}
-		if code > 128 && !b.answers(ctx) {
+		if b.stoppedByEngine(ctx, id, code) {
 			return b.waitAfterEngineLoss(ctx, id, fmt.Errorf("container %s stopped with exit code %d as the engine went away", id, code))
 		}
 		return code, nil
@@ -485,13 +483,39 @@ func (b *Backend) Wait(ctx context.Context, id string) (int, error) {
 	}
 }
 
-// answers reports whether the engine answers a ping within a second: an engine shutting down
-// closes its API first.
-func (b *Backend) answers(ctx context.Context) bool {
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	_, err := b.cli.Ping(pctx, client.PingOptions{})
-	return err == nil
+// engineStopWait is how long a container stopped by SIGTERM or SIGKILL is checked for an engine
+// going away: an engine shutting down stops its containers (SIGTERM, then SIGKILL after their
+// stop timeout, 10 s by default) before its API goes.
+const engineStopWait = 15 * time.Second
+
+// stoppedByEngine reports whether a container that exited with code was stopped by its engine
+// shutting down rather than by the suite: the code is SIGTERM's or SIGKILL's (143, 137), not
+// an out-of-memory kill, and the engine stops answering within engineStopWait. A suite that
+// ends so by itself is settled that much later; any other exit at once.
+func (b *Backend) stoppedByEngine(ctx context.Context, id string, code int) bool {
+	if code != 128+15 && code != 128+9 {
+		return false
+	}
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	got, err := b.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	cancel()
+	if err == nil && got.Container.State != nil && got.Container.State.OOMKilled {
+		return false
+	}
+	for deadline := time.Now().Add(engineStopWait); time.Now().Before(deadline); {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := b.cli.Ping(pctx, client.PingOptions{})
+		cancel()
+		if err != nil {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // engineReturnWait bounds how long a run waits for its engine to answer again after the wait

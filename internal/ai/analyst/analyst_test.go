@@ -14,6 +14,7 @@ import (
 	"verdict/internal/ai/models"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/store"
 	"verdict/internal/store/sqlstore"
 )
 
@@ -78,9 +79,10 @@ func (f *fixture) failedRun(tb testing.TB, task string, n, logBytes int) *domain
 		tests[i] = domain.TestResult{Name: fmt.Sprintf("checkout step %d", i), Suite: "shop", Status: domain.TestFailed,
 			Error: fmt.Sprintf("AssertionError: expected status 200 but got 500 for order %d\n    at Context.<anonymous> (tests/checkout.spec.ts:%d:17)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)", 1000+i, 40+i%9)}
 	}
+	// The run prints its log while it runs, then fails: a finished run's log takes no more lines.
 	e := &domain.Execution{ID: domain.NewID(), OrganizationID: f.org.ID, TaskID: task, Image: "shop-tests:1",
-		Folder: "all", TimeoutSeconds: 600, Status: domain.ExecFailed, ExitCode: &exit, Tests: tests,
-		Summary: domain.Summarize(tests), QueuedAt: time.Now().Add(-time.Minute)}
+		Folder: "all", TimeoutSeconds: 600, Status: domain.ExecRunning, RunnerID: "fixture",
+		QueuedAt: time.Now().Add(-time.Minute)}
 	if err := f.st.Executions().Create(ctx, e); err != nil {
 		tb.Fatal(err)
 	}
@@ -92,7 +94,15 @@ func (f *fixture) failedRun(tb testing.TB, task string, n, logBytes int) *domain
 		}
 		written += len(chunk)
 	}
-	return e
+	if err := f.st.Executions().Finish(ctx, e.ID, "fixture", store.Finish{Status: domain.ExecFailed, ExitCode: &exit,
+		Tests: tests, Summary: domain.Summarize(tests), FinishedAt: time.Now()}); err != nil {
+		tb.Fatal(err)
+	}
+	got, err := f.st.Executions().GetByID(ctx, e.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return got
 }
 
 func TestAnalyseUsesHistoryAndTheModel(t *testing.T) {

@@ -49,7 +49,7 @@ func TestLogOffsetsMigration(t *testing.T) {
 				"e3": {},
 			}
 			for id, cs := range chunks {
-				exec(`INSERT INTO executions (id, organization_id, task_id, image, status, queued_at) VALUES (?, 'o1', ?, 'x', 'PASSED', 0)`, id, id)
+				exec(`INSERT INTO executions (id, organization_id, task_id, image, status, queued_at) VALUES (?, 'o1', ?, 'x', 'RUNNING', 0)`, id, id) // still running: its log grows
 				// Stored out of order, with a gap in seq, as nothing forbade then.
 				for i := len(cs) - 1; i >= 0; i-- {
 					exec(`INSERT INTO execution_logs (execution_id, seq, chunk) VALUES (?, ?, ?)`, id, 2*i+1, []byte(cs[i]))

@@ -16,6 +16,7 @@ package docker
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -393,26 +394,68 @@ func (b *Backend) removeDetached(ctx context.Context, idOrName string) {
 // Logs follows the container's stdout and stderr from its start until it exits, as one stream of
 // whole lines in the order the engine recorded them. Closing the stream stops the following.
 func (b *Backend) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
+	body, err := b.openLogs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	ls := &logStream{PipeReader: pr, body: body}
+	go func() {
+		lines := &lineSkipper{w: pw}
+		for {
+			err := demux(lines, body)
+			_ = body.Close()
+			if err == nil || ctx.Err() != nil || ls.isClosed() {
+				pw.CloseWithError(err) // nil gives the reader io.EOF
+				return
+			}
+			// The stream broke (the engine restarting): the engine keeps the container's log, so
+			// it is read again once the engine answers, past the lines already passed on.
+			if body, err = b.reopenLogs(ctx, id); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			ls.swap(body)
+			lines.restart()
+		}
+	}()
+	return ls, nil
+}
+
+func (b *Backend) openLogs(ctx context.Context, id string) (io.ReadCloser, error) {
 	body, err := b.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{
 		ShowStdout: true, ShowStderr: true, Follow: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("logs of container %s: %w", id, err)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		err := demux(pw, body)
-		_ = body.Close()
-		pw.CloseWithError(err) // nil gives the reader io.EOF
-	}()
-	return &logStream{PipeReader: pr, body: body}, nil
+	return body, nil
+}
+
+// reopenLogs opens the container's log again once its engine answers, within engineReturnWait.
+func (b *Backend) reopenLogs(ctx context.Context, id string) (io.ReadCloser, error) {
+	deadline := time.Now().Add(engineReturnWait)
+	for {
+		body, err := b.openLogs(ctx, id)
+		if err == nil || cerrdefs.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return body, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // demux copies the engine's multiplexed stdout/stderr stream to dst as whole lines. A writer per
-// stream keeps a partial stdout line from being cut by a stderr line.
+// stream keeps a partial stdout line from being cut by a stderr line. A partial last line is
+// passed on at the stream's end, not when the stream broke: read again, it comes whole.
 func demux(dst io.Writer, src io.Reader) error {
 	out, errOut := run.NewLineWriter(dst), run.NewLineWriter(dst)
 	_, err := stdcopy.StdCopy(out, errOut, src)
+	if err != nil {
+		return err
+	}
 	for _, w := range []*run.LineWriter{out, errOut} {
 		if ferr := w.Flush(); err == nil {
 			err = ferr
@@ -421,13 +464,64 @@ func demux(dst io.Writer, src io.Reader) error {
 	return err
 }
 
+// lineSkipper passes whole lines on to w, counting them; after restart, as many lines of the
+// stream read again from its start are skipped as were passed on before.
+type lineSkipper struct {
+	w            io.Writer
+	passed, skip int
+}
+
+func (l *lineSkipper) restart() { l.skip = l.passed }
+
+func (l *lineSkipper) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		end := bytes.IndexByte(p, '\n') + 1
+		if end == 0 {
+			end = len(p)
+		}
+		line := p[:end]
+		p = p[end:]
+		if l.skip > 0 {
+			l.skip--
+			continue
+		}
+		if _, err := l.w.Write(line); err != nil {
+			return 0, err
+		}
+		l.passed++
+	}
+	return n, nil
+}
+
 type logStream struct {
 	*io.PipeReader
-	body io.Closer
+	mu     sync.Mutex
+	body   io.Closer
+	closed bool
+}
+
+func (l *logStream) swap(body io.Closer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = body.Close()
+	}
+	l.body = body
+}
+
+func (l *logStream) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
 }
 
 func (l *logStream) Close() error {
-	err := l.body.Close()
+	l.mu.Lock()
+	l.closed = true
+	body := l.body
+	l.mu.Unlock()
+	err := body.Close()
 	_ = l.PipeReader.Close()
 	return err
 }

@@ -1,8 +1,6 @@
 package app_test
 
 import (
-	"context"
-	"database/sql"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,42 +8,6 @@ import (
 
 	"verdict/internal/testenv"
 )
-
-// databaseOutage makes PostgreSQL refuse the database of dsn, as a stopped or unreachable
-// server would: its open connections are terminated and new ones refused. The other tests'
-// databases on the same server are not touched. It returns the function that lets
-// connections in again.
-func databaseOutage(t *testing.T, dsn string) (restore func()) {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	admin, err := sql.Open("pgx", testenv.PostgresServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	ctx := context.Background()
-	exec := func(q string) {
-		t.Helper()
-		if _, err := admin.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS false`)
-	exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + name + `' AND pid <> pg_backend_pid()`)
-	restored := false
-	restore = func() {
-		if !restored {
-			restored = true
-			exec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS true`)
-		}
-	}
-	t.Cleanup(restore) // the database is dropped at the end: it must take connections again
-	return restore
-}
 
 // TestDatabaseOutageAnswers503: while the database refuses the service, every request that
 // needs it answers 503 with Retry-After and the API's error body naming the database (never a
@@ -65,7 +27,7 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 	wantRedirect(t, "sign in", b.post("/login", url.Values{"email": {admin.email}, "password": {password}}), "/runs")
 	before, _ := h.scrape("")
 
-	restore := databaseOutage(t, dsn)
+	restore := testenv.RefuseConnections(t, dsn)
 	calls := []struct {
 		method, path string
 		auth         auth

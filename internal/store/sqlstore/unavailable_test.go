@@ -2,9 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,25 +62,8 @@ func TestUnavailableErrors(t *testing.T) {
 		dsn := testenv.PostgresDB(t)
 		s := openMigrated(t, dsn, "")
 		defer s.Close()
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := strings.TrimPrefix(u.Path, "/")
-		admin, err := sql.Open("pgx", testenv.PostgresServer(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer admin.Close()
-		exec := func(q string) {
-			if _, err := admin.ExecContext(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-		exec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS false`)
-		defer exec(`ALTER DATABASE ` + name + ` WITH ALLOW_CONNECTIONS true`)
-		exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + name + `'`)
-		_, err = s.Organizations().Get(ctx, "any")
+		testenv.RefuseConnections(t, dsn)
+		_, err := s.Organizations().Get(ctx, "any")
 		isUnavailable(t, "read while refused", err)
 		isUnavailable(t, "transaction while refused", s.InTx(ctx, func(store.Store) error { return nil }))
 		isUnavailable(t, "write while refused", s.Organizations().Create(ctx, org(1)))

@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"verdict/internal/testenv"
 )
 
 const (
@@ -30,6 +32,7 @@ const (
 // helm returns the helm binary the test command installed, or fails the test.
 func helm(t *testing.T) string {
 	t.Helper()
+	testenv.SkipShort(t, "helm (scripts/helm-check.sh installs it)")
 	p := os.Getenv("VERDICT_TEST_HELM")
 	if p == "" {
 		t.Fatal("VERDICT_TEST_HELM is not set: run the test command (scripts/test.sh), or " +

@@ -29,6 +29,7 @@ type Kube struct {
 // node (VERDICT_TEST_KUBE_NODE).
 func KubeCluster(t testing.TB) *Kube {
 	t.Helper()
+	SkipShort(t, "the Kubernetes test cluster")
 	path := os.Getenv("VERDICT_TEST_KUBECONFIG")
 	if path == "" {
 		t.Fatal("VERDICT_TEST_KUBECONFIG is not set: the Kubernetes tests need the cluster scripts/kube-cluster.sh starts " +

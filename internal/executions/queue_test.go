@@ -27,18 +27,17 @@ import (
 
 // fixture is one organization with an admin, a developer and a viewer, and the service.
 type fixture struct {
-	st                    *sqlstore.Store
-	box                   *secretbox.Box
-	clock                 *testenv.Clock
-	svc                   *executions.Service
-	events                *events
-	org                   *domain.Organization
-	admin, dev, viewer    *identity.Principal
-	mu                    sync.Mutex
-	woken                 int
-	stopped               []string
-	ctx                   context.Context
-	defaultImage, baseURL string
+	st                 *sqlstore.Store
+	box                *secretbox.Box
+	clock              *testenv.Clock
+	svc                *executions.Service
+	events             *events
+	org                *domain.Organization
+	admin, dev, viewer *identity.Principal
+	mu                 sync.Mutex
+	woken              int
+	stopped            []string
+	ctx                context.Context
 }
 
 // events records what the service announces.

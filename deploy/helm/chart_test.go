@@ -30,6 +30,10 @@ const (
 // helm returns the helm binary the test command installed, or fails the test.
 func helm(t *testing.T) string {
 	t.Helper()
+	// Not testenv.SkipShort: importing testenv would link its clients into this small test.
+	if testing.Short() {
+		t.Skip("needs helm (scripts/helm-check.sh builds it): the full tier (go test without -short) runs it")
+	}
 	p := os.Getenv("VERDICT_TEST_HELM")
 	if p == "" {
 		t.Fatal("VERDICT_TEST_HELM is not set: run the test command (scripts/test.sh), or " +

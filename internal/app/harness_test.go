@@ -99,6 +99,11 @@ const publicURL = "http://verdict.test"
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
+	// The whole server over HTTP, a few seconds a test: the full tier's. The short tier (go test
+	// -short) checks the services' rules in their own packages.
+	if testing.Short() {
+		t.Skip("end-to-end through the whole server: the full tier (go test without -short) runs it")
+	}
 	env := map[string]string{
 		"VERDICT_DATA_DIR":   t.TempDir(),
 		"JWT_SECRET":         "test-secret-test-secret-test-secret-0123",

@@ -12,17 +12,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"verdict/internal/domain"
-	"verdict/internal/testenv"
+	"verdict/internal/testenv/kubeenv"
 )
 
 // TestKubernetesBackendEndToEnd: with VERDICT_BACKEND=kubernetes the service runs the sample
 // suites as Jobs on a real single-node cluster, with the same verdicts, tests, reports, logs,
 // cancels and errors as on Docker, and leaves no Job, pod or Secret behind.
 func TestKubernetesBackendEndToEnd(t *testing.T) {
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 3 * time.Second, env: map[string]string{
 		"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig, "VERDICT_K8S_NAMESPACE": k.Namespace,
-		"VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage, "VERDICT_K8S_PULL_POLICY": "Never", "VERDICT_K8S_START_TIMEOUT": "20s",
+		"VERDICT_K8S_HELPER_IMAGE": kubeenv.HelperImage, "VERDICT_K8S_PULL_POLICY": "Never", "VERDICT_K8S_START_TIMEOUT": "20s",
 		"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5",
 	}})
 	admin := h.signup("kube@example.com", "Kube Co")
@@ -92,9 +92,9 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 // that runs nothing itself; the server lists it as a Kubernetes runner; killed mid-run, its run
 // ends ERROR within a lease and the server, given the same cluster, deletes the run's Job.
 func TestKubernetesRemoteRunner(t *testing.T) {
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	kubeEnv := map[string]string{"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig, "VERDICT_K8S_NAMESPACE": k.Namespace,
-		"VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage, "VERDICT_K8S_PULL_POLICY": "Never",
+		"VERDICT_K8S_HELPER_IMAGE": kubeenv.HelperImage, "VERDICT_K8S_PULL_POLICY": "Never",
 		"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"}
 	env := map[string]string{"VERDICT_RUNNER": "none", "VERDICT_RUNNER_SECRET": runnerSecret}
 	var runnerEnv []string
@@ -132,7 +132,7 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 }
 
 // waitNothingLeft waits until the test's namespace holds no Job and no Secret.
-func waitNothingLeft(t *testing.T, k *testenv.Kube) {
+func waitNothingLeft(t *testing.T, k *kubeenv.Kube) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -161,7 +161,7 @@ func waitNothingLeft(t *testing.T, k *testenv.Kube) {
 // their ratio: what a Job (scheduling, a pod sandbox, the report keeper, the exec that copies
 // the reports) costs over a container.
 func BenchmarkKubernetesDrain(b *testing.B) {
-	k := testenv.KubeCluster(b)
+	k := kubeenv.Cluster(b)
 	n := 20
 	if v, err := strconv.Atoi(os.Getenv("VERDICT_BENCH_K8S_RUNS")); err == nil && v > 0 {
 		n = v
@@ -189,7 +189,7 @@ func BenchmarkKubernetesDrain(b *testing.B) {
 	var kube, dock float64
 	for range b.N {
 		kube += drain(map[string]string{"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig,
-			"VERDICT_K8S_NAMESPACE": k.Namespace, "VERDICT_K8S_HELPER_IMAGE": testenv.KubeHelperImage,
+			"VERDICT_K8S_NAMESPACE": k.Namespace, "VERDICT_K8S_HELPER_IMAGE": kubeenv.HelperImage,
 			"VERDICT_K8S_PULL_POLICY": "Never", "VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"})
 		dock += drain(map[string]string{"VERDICT_RUN_MEMORY_MB": "256", "VERDICT_RUN_CPUS": "0.5"})
 	}

@@ -17,6 +17,9 @@ import (
 
 // A client that stops reading must cost Emit's caller nothing, and must not hold up the others.
 func TestEmitDoesNotWaitForStalledClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a latency bound, measured under load: the full tier (go test without -short) runs it")
+	}
 	// The send queues' bounds, which would close the stalled client, are out of the way: this
 	// test measures Emit alone (limits_test.go tests the bounds).
 	h, srv := start(t, Options{QueueBytes: 64 << 20, QueueTotal: 256 << 20})
@@ -223,6 +226,9 @@ func waitForGoroutines(t testing.TB, before map[string]bool, timeout time.Durati
 // Connections the clients end must not leave goroutines behind while the Hub runs on
 // (sessions.go, workaround 2).
 func TestClientClosedConnectionsLeaveNoGoroutines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a goroutine count after many connections, 2 to 3 s: the full tier (go test without -short) runs it")
+	}
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			_, srv := start(t, Options{})

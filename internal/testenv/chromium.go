@@ -14,6 +14,7 @@ const DefaultChromium = "/usr/bin/chromium"
 // is missing or not executable.
 func Chromium(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "Chromium")
 	p := env("VERDICT_TEST_CHROMIUM", DefaultChromium)
 	if _, err := exec.LookPath(p); err != nil {
 		t.Fatalf("Chromium is missing at %s (%v): run the tests with scripts/test.sh, which installs Debian's chromium package", p, err)

@@ -25,6 +25,7 @@ type OwnRedis struct {
 // the end of the test.
 func StartOwnRedis(t testing.TB) *OwnRedis {
 	t.Helper()
+	SkipShort(t, "redis-server")
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server is not installed: run the tests with scripts/test.sh, which installs it")
 	}

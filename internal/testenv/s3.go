@@ -25,6 +25,7 @@ type S3 struct {
 // when the test ends. The test fails when the store is not configured or does not answer.
 func S3Bucket(t testing.TB) *S3 {
 	t.Helper()
+	SkipShort(t, "MinIO")
 	endpoint := os.Getenv("VERDICT_TEST_S3")
 	if endpoint == "" {
 		t.Fatal("VERDICT_TEST_S3 is not set: the S3 tests need the MinIO that scripts/services.sh installs and starts " +

@@ -1,6 +1,8 @@
 // Package testenv finds the real services the tests run against. scripts/test.sh installs and
 // starts them and exports their addresses; a test whose service is missing fails loudly with a
-// pointer to that script, never skips.
+// pointer to that script, never skips. The one exception is the short tier (go test -short),
+// which runs without any service: there every helper that finds one skips its test first
+// (SkipShort), before looking for the service, so nothing reaches one.
 package testenv
 
 import (
@@ -33,6 +35,15 @@ func env(name, def string) string {
 	return def
 }
 
+// SkipShort skips the test in the short tier (go test -short), which runs without services:
+// the full tier (go test without -short) runs it, and fails it when the service is missing.
+func SkipShort(t testing.TB, service string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs " + service + ": the full tier (go test without -short) runs it")
+	}
+}
+
 func reachable(t testing.TB, what, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
@@ -49,6 +60,7 @@ func reachable(t testing.TB, what, rawURL string) {
 // PostgresServer returns the URL of the test PostgreSQL server's maintenance database.
 func PostgresServer(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "PostgreSQL")
 	u := env("VERDICT_TEST_POSTGRES", DefaultPostgres)
 	reachable(t, "PostgreSQL", u)
 	return u
@@ -87,6 +99,7 @@ func PostgresDB(t testing.TB) string {
 // (see KeyPrefix) because the server is shared.
 func RedisURL(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "Redis")
 	u := env("VERDICT_TEST_REDIS", DefaultRedis)
 	reachable(t, "Redis", u)
 	return u
@@ -95,6 +108,7 @@ func RedisURL(t testing.TB) string {
 // StripeMock returns the address of stripe-mock, the payment provider's own mock API server.
 func StripeMock(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "stripe-mock")
 	u := env("VERDICT_TEST_STRIPE", DefaultStripeMock)
 	reachable(t, "stripe-mock", u)
 	return u
@@ -107,6 +121,7 @@ func KeyPrefix(t testing.TB) string { return "test:" + randomSuffix() + ":" }
 // checking that the socket exists.
 func DockerHost(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "the Docker engine")
 	h := env("DOCKER_HOST", "unix:///var/run/docker.sock")
 	if p, ok := strings.CutPrefix(h, "unix://"); ok {
 		if _, err := os.Stat(p); err != nil {

@@ -89,6 +89,9 @@ func BenchmarkAnalyseLarge(b *testing.B) {
 // TestAnalyseLargeIsCheap keeps the benchmark's bounds: a 200-failure run with a 32 MiB log
 // is analysed in well under a second and 50 MB.
 func TestAnalyseLargeIsCheap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a time and memory bound on a 32 MiB log: the full tier (go test without -short) runs it")
+	}
 	in := largeRun(t)
 	h, triages := largeHistory(in)
 	Analyse(in, h, triages) // warm up: regexps, maps

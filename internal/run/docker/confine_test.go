@@ -36,9 +36,10 @@ func dropNetwork(t *testing.T, name string) {
 
 func TestRunNetwork(t *testing.T) {
 	t.Parallel()
+	host := testenv.DockerHost(t) // first: the cleanup below reaches the engine
 	name := "vdt" + domain.RandomHex(4)
 	t.Cleanup(func() { dropNetwork(t, name) })
-	b, err := docker.New(testenv.DockerHost(t), docker.Options{Network: name, BlockedNets: []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fd00::/8")}})
+	b, err := docker.New(host, docker.Options{Network: name, BlockedNets: []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fd00::/8")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +92,13 @@ func TestRunNetwork(t *testing.T) {
 
 func TestRunNetworkThatLetsRunsMeetIsRefused(t *testing.T) {
 	t.Parallel()
+	host := testenv.DockerHost(t) // first: the docker CLI below reaches the engine
 	name := "vdt" + domain.RandomHex(4)
 	t.Cleanup(func() { dropNetwork(t, name) })
 	if out, err := exec.Command("docker", "network", "create", name).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	b, err := docker.New(testenv.DockerHost(t), docker.Options{Network: name})
+	b, err := docker.New(host, docker.Options{Network: name})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/kubernetes"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/kubeenv"
 )
 
 // The sample suites (examples/suites), loaded into the test node by scripts/kube-cluster.sh.
@@ -28,7 +29,7 @@ const (
 	imageSlow = "verdict-examples/slow:latest"
 )
 
-func newBackend(t *testing.T, k *testenv.Kube, o kubernetes.Options) *kubernetes.Backend {
+func newBackend(t *testing.T, k *kubeenv.Kube, o kubernetes.Options) *kubernetes.Backend {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
 	if err != nil {
@@ -36,7 +37,7 @@ func newBackend(t *testing.T, k *testenv.Kube, o kubernetes.Options) *kubernetes
 	}
 	o.Namespace = k.Namespace
 	if o.HelperImage == "" {
-		o.HelperImage = testenv.KubeHelperImage
+		o.HelperImage = kubeenv.HelperImage
 	}
 	b, err := kubernetes.NewForConfig(cfg, o)
 	if err != nil {
@@ -65,7 +66,7 @@ func spec(image string, args ...string) run.Spec {
 // Remove takes both away.
 func TestSuiteRunsAsAJob(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{})
 	ctx := ctxFor(t, 3*time.Minute)
 	if err := b.Ping(ctx); err != nil {
@@ -149,7 +150,7 @@ func TestSuiteRunsAsAJob(t *testing.T) {
 // A failing suite's exit code comes through as it is.
 func TestFailingSuiteExitCode(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{})
 	ctx := ctxFor(t, 3*time.Minute)
 	id, err := b.Start(ctx, spec(imageFail, "all"))
@@ -165,7 +166,7 @@ func TestFailingSuiteExitCode(t *testing.T) {
 // Stop ends a suite that would run on: SIGTERM, then the pod is gone and Wait returns.
 func TestStopEndsTheRun(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{})
 	ctx := ctxFor(t, 3*time.Minute)
 	id, err := b.Start(ctx, spec(imageSlow, "sleep"))
@@ -199,7 +200,7 @@ func TestStopEndsTheRun(t *testing.T) {
 // bound is the suite container's ephemeral-storage limit, and report folders count.
 func TestDiskLimitEvicts(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{DiskLimitBytes: 10 << 20})
 	ctx := ctxFor(t, 3*time.Minute)
 	s := spec(imageSlow, "sleep")
@@ -221,7 +222,7 @@ func TestDiskLimitEvicts(t *testing.T) {
 // cannot be scheduled ends it after StartTimeout with the scheduler's.
 func TestUnstartableRuns(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{StartTimeout: 5 * time.Second, PullPolicy: corev1.PullNever})
 	ctx := ctxFor(t, 2*time.Minute)
 
@@ -252,7 +253,7 @@ func TestUnstartableRuns(t *testing.T) {
 // ListDir reads an image's folders with the verdict binary copied in: the image needs no ls.
 func TestListDir(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	b := newBackend(t, k, kubernetes.Options{})
 	ctx := ctxFor(t, 2*time.Minute)
 	dirs, err := b.ListDir(ctx, imagePass, "/app/tests", false)
@@ -272,7 +273,7 @@ func TestListDir(t *testing.T) {
 // brings it up to date when the blocked list changes.
 func TestRunsNetworkPolicy(t *testing.T) {
 	t.Parallel()
-	k := testenv.KubeCluster(t)
+	k := kubeenv.Cluster(t)
 	ctx := ctxFor(t, time.Minute)
 	blocked := []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fd00:ec2::254/128")}
 	b := newBackend(t, k, kubernetes.Options{BlockedNets: blocked})

@@ -1,4 +1,7 @@
-package testenv
+// Package kubeenv finds the Kubernetes test cluster, like testenv finds the other services. It
+// is a package of its own because client-go is large: only the tests that use the cluster link
+// it, which keeps every other test binary (and the short tier's build) small.
+package kubeenv
 
 import (
 	"context"
@@ -10,11 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"verdict/internal/domain"
+	"verdict/internal/testenv"
 )
 
-// KubeHelperImage is the verdict image the Kubernetes tests' runs use as their report keeper:
+// HelperImage is the verdict image the Kubernetes tests' runs use as their report keeper:
 // scripts/image.sh builds it, scripts/kube-cluster.sh loads it into the node.
-const KubeHelperImage = "verdict:local"
+const HelperImage = "verdict:local"
 
 // Kube is a namespace of its own for one test in the single-node cluster scripts/kube-cluster.sh
 // starts (a real kube-apiserver, controller manager, scheduler and kubelet on containerd).
@@ -24,11 +30,12 @@ type Kube struct {
 	Client     kubernetes.Interface
 }
 
-// KubeCluster creates the test's namespace, deleted with what is left in it when the test ends.
+// Cluster creates the test's namespace, deleted with what is left in it when the test ends.
 // The test fails when the cluster is not configured (VERDICT_TEST_KUBECONFIG) or has no ready
 // node (VERDICT_TEST_KUBE_NODE).
-func KubeCluster(t testing.TB) *Kube {
+func Cluster(t testing.TB) *Kube {
 	t.Helper()
+	testenv.SkipShort(t, "the Kubernetes test cluster")
 	path := os.Getenv("VERDICT_TEST_KUBECONFIG")
 	if path == "" {
 		t.Fatal("VERDICT_TEST_KUBECONFIG is not set: the Kubernetes tests need the cluster scripts/kube-cluster.sh starts " +
@@ -59,7 +66,7 @@ func KubeCluster(t testing.TB) *Kube {
 	if !ready {
 		t.Fatalf("node %s is not ready (run scripts/kube-cluster.sh)", node)
 	}
-	k := &Kube{Kubeconfig: path, Namespace: "verdict-test-" + randomSuffix(), Client: cs}
+	k := &Kube{Kubeconfig: path, Namespace: "verdict-test-" + domain.RandomHex(6), Client: cs}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.Namespace}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,24 @@
+package testenv
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"verdict/internal/domain"
+)
+
+// WantError fails the test unless err is the API error a client would get: status, code (the
+// body's error) and a message containing msg ("" checks only status and code). It returns the
+// error for a look at its extra body fields.
+func WantError(t testing.TB, err error, status int, code, msg string) *domain.Error {
+	t.Helper()
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v, want %d %s: %s", err, status, code, msg)
+	}
+	if de.Status != status || de.Code != code || !strings.Contains(de.Message, msg) {
+		t.Fatalf("got %d %s: %s, want %d %s: …%s…", de.Status, de.Code, de.Message, status, code, msg)
+	}
+	return de
+}

@@ -148,7 +148,8 @@ func TestAcrossReplicas(t *testing.T) {
 	defer a.Close()
 	b := New(Options{Transport: tr, Origin: "b"})
 	defer b.Close()
-	waitFor(t, "subscriptions", func() bool { return a.Stats().Upstream == 1 && b.Stats().Upstream == 1 })
+	// Upstream counts a subscription as it starts; the loop's own count says it is in place.
+	waitFor(t, "subscriptions", func() bool { tr.mu.Lock(); defer tr.mu.Unlock(); return len(tr.subs) == 2 })
 	onA, onB := a.Follow("o", "r"), b.Follow("o", "r")
 	for i := range 5 {
 		a.Publish(Event{Org: "o", Task: "r", Name: EventLog, Log: "l\n", Offset: int64(2 * i)})

@@ -189,8 +189,8 @@ func numbered(n int) []string {
 // plane is back: each chunk stored once, in order, the whole output; the run settled PASSED
 // with exit code 0 after its last chunk.
 func TestRunnerDeliversThroughAnOutage(t *testing.T) {
-	defer func(g time.Duration) { logsGrace = g }(logsGrace)
-	logsGrace = 200 * time.Millisecond
+	defer func(g, f, m time.Duration) { logsGrace, firstRetry, maxRetry = g, f, m }(logsGrace, firstRetry, maxRetry)
+	logsGrace, firstRetry, maxRetry = 200*time.Millisecond, 20*time.Millisecond, 400*time.Millisecond
 
 	var mu sync.Mutex
 	var down bool

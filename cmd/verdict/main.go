@@ -38,7 +38,7 @@ Usage:
                     change an organization's plan in the database (no payment provider)
   verdict version   print the version
 
-Configuration comes from the environment; see the README.`
+Configuration comes from the environment; see docs/configuration.md.`
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "run" {

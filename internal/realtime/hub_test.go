@@ -30,6 +30,7 @@ func TestAuthSuccessJoinsOrganizationRoom(t *testing.T) {
 }
 
 func TestAuthErrorThenDisconnect(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	cases := []struct {
 		name    string
 		auth    map[string]any
@@ -303,6 +304,7 @@ func TestQueuedLogChunksAreMerged(t *testing.T) {
 // A socket ends with its token: at expiry it gets auth-error, then DISCONNECT, and hears
 // nothing of its organization afterwards.
 func TestSocketEndsWhenItsTokenExpires(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			auth := func(ctx context.Context, token string) (Identity, error) {

@@ -176,6 +176,7 @@ func connectAs(t *testing.T, baseURL, transport, token string) (*sioClient, stri
 // cap gets auth-error "Too many connections" with a message naming the cap, and is disconnected;
 // a socket that closes frees its place.
 func TestSocketCaps(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			h, srv := start(t, Options{Authenticate: keyAuthenticate, SocketsPerUser: 2, SocketsPerOrg: 5})
@@ -331,6 +332,7 @@ func TestHandshakeRateLimitByAddress(t *testing.T) {
 // Authenticated sockets are rate limited by user, and by API key for a key's sockets: past the
 // bucket a socket gets auth-error "Rate limit exceeded" with retryAfter, and is disconnected.
 func TestSocketRateLimitByUserAndKey(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			h, srv := start(t, Options{Authenticate: keyAuthenticate,

@@ -15,8 +15,8 @@ var ErrUnavailable = errors.New("the control plane is unavailable")
 
 // Retry waits: a report the control plane did not take is tried again after firstRetry, the wait
 // doubling up to maxRetry, so a runner reaches the plane within maxRetry of its return (the
-// lease reaper's grace after an outage is longer than that). Variables so tests can shorten them.
-var (
+// lease reaper's grace after an outage is longer than that).
+const (
 	firstRetry = 250 * time.Millisecond
 	maxRetry   = 5 * time.Second
 )

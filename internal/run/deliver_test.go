@@ -189,8 +189,8 @@ func numbered(n int) []string {
 // plane is back: each chunk stored once, in order, the whole output; the run settled PASSED
 // with exit code 0 after its last chunk.
 func TestRunnerDeliversThroughAnOutage(t *testing.T) {
-	defer func(g, f, m time.Duration) { logsGrace, firstRetry, maxRetry = g, f, m }(logsGrace, firstRetry, maxRetry)
-	logsGrace, firstRetry, maxRetry = 200*time.Millisecond, 20*time.Millisecond, 400*time.Millisecond
+	defer func(g time.Duration) { logsGrace = g }(logsGrace)
+	logsGrace = 200 * time.Millisecond
 
 	var mu sync.Mutex
 	var down bool
@@ -268,6 +268,7 @@ func TestRunnerDeliversThroughAnOutage(t *testing.T) {
 
 // Done fails N times and is tried again until it succeeds.
 func TestRunnerRetriesDone(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	p := newFlakyPeer(func(method string, try int) error {
 		if method == "Done" && try <= 3 {
 			return fmt.Errorf("%w: the database does not answer", ErrUnavailable)
@@ -293,6 +294,7 @@ func TestRunnerRetriesDone(t *testing.T) {
 // ErrLeaseLost stops the retries at once: from Done itself, and from a renewal while Done is
 // being retried (the reaper ended the run: the runner drops it and frees its place).
 func TestRunnerStopsRetryingWhenTheLeaseIsLost(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	t.Run("Done", func(t *testing.T) {
 		p := newFlakyPeer(func(method string, try int) error {
 			if method == "Done" {
@@ -360,6 +362,7 @@ func TestRunnerStopsRetryingWhenTheLeaseIsLost(t *testing.T) {
 // An error that is no outage (a refusal, a bug) is retried for one lease, then given up: the
 // runner does not hold a run forever on it.
 func TestRunnerGivesUpOnOtherErrorsAfterALease(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	p := newFlakyPeer(func(method string, try int) error {
 		if method == "Done" {
 			return errors.New("the server answered 500")

@@ -360,19 +360,29 @@ func ref(t *plannedTest) string {
 	return "**" + inline(t.c.ID, 0) + "** " + inline(cmp.Or(oneLine(t.c.Title), "(untitled)"), 120)
 }
 
+// implementationNotes writes the notes section: one subsection per concern.
 func (p *plan) implementationNotes(b *strings.Builder) {
 	section(b, SectionNotes)
-	st := p.st
 	tests := p.tests()
+	p.patternNotes(b)
+	p.waitNotes(b, tests)
+	p.dataNotes(b, tests)
+	p.fixtureNotes(b, tests)
+	riskNotes(b, tests)
+	gapNotes(b, tests)
+}
 
+func (p *plan) patternNotes(b *strings.Builder) {
 	b.WriteString("### Design pattern\n\n")
 	for _, line := range patternNotes[p.pattern] {
 		b.WriteString("- " + line + "\n")
 	}
-	b.WriteString("- With " + st.title + ": " + st.patterns[p.pattern] + ".\n")
+	b.WriteString("- With " + p.st.title + ": " + p.st.patterns[p.pattern] + ".\n")
+}
 
+func (p *plan) waitNotes(b *strings.Builder, tests []*plannedTest) {
 	b.WriteString("\n### Waits and asynchronous steps\n\n")
-	b.WriteString("Wait for a state, never for a time: " + st.waits + ".\n\n")
+	b.WriteString("Wait for a state, never for a time: " + p.st.waits + ".\n\n")
 	listed := false
 	for _, t := range tests {
 		var what []string
@@ -390,10 +400,12 @@ func (p *plan) implementationNotes(b *strings.Builder) {
 	if !listed {
 		b.WriteString("- No step names a navigation or an asynchronous result; still assert each page's state before acting on it.\n")
 	}
+}
 
+func (p *plan) dataNotes(b *strings.Builder, tests []*plannedTest) {
 	b.WriteString("\n### Test data\n\n")
-	b.WriteString("Each test creates the data it needs and removes it after, so tests run in any order and in parallel: " + st.data + ".\n\n")
-	listed = false
+	b.WriteString("Each test creates the data it needs and removes it after, so tests run in any order and in parallel: " + p.st.data + ".\n\n")
+	listed := false
 	for _, t := range tests {
 		if len(t.notes.data) == 0 {
 			continue
@@ -411,9 +423,11 @@ func (p *plan) implementationNotes(b *strings.Builder) {
 	if !listed {
 		b.WriteString("- No step names accounts, payment details, records, files or e-mail; the tests need no data of their own.\n")
 	}
+}
 
+func (p *plan) fixtureNotes(b *strings.Builder, tests []*plannedTest) {
 	b.WriteString("\n### Fixtures from preconditions\n\n")
-	b.WriteString("Every precondition becomes a fixture that sets the state up before the test (through the API where it can, faster and steadier than the UI) and tears it down after: " + st.fixtures + ".\n\n")
+	b.WriteString("Every precondition becomes a fixture that sets the state up before the test (through the API where it can, faster and steadier than the UI) and tears it down after: " + p.st.fixtures + ".\n\n")
 	users := map[string][]string{}
 	texts := map[string]string{}
 	for _, t := range tests {
@@ -442,7 +456,9 @@ func (p *plan) implementationNotes(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "- %s: %s (used by %s).\n", code(name), inline(texts[name], 200), andList(ids))
 	}
+}
 
+func riskNotes(b *strings.Builder, tests []*plannedTest) {
 	areaTests := map[string][]string{}
 	for _, t := range tests {
 		for _, a := range t.risk.Areas {
@@ -457,7 +473,9 @@ func (p *plan) implementationNotes(b *strings.Builder) {
 			}
 		}
 	}
+}
 
+func gapNotes(b *strings.Builder, tests []*plannedTest) {
 	var gaps []string
 	for _, t := range tests {
 		switch {

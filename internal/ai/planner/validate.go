@@ -15,43 +15,73 @@ const maxListed = 10
 // prompt. It is how a model's document is checked before it is kept; Generate's documents
 // always pass. Its error matches ErrInvalidPlan and says what is wrong.
 func Validate(markdown string, cases []Case) error {
-	lines := strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(markdown), "\n")
-	found := make([]int, len(Sections)) // the line of each section's heading, -1 if none
-	for i := range found {
-		found[i] = -1
+	d := outline(markdown)
+	problems := d.sectionProblems()
+	if start := d.found[3]; start >= 0 {
+		problems = append(problems, d.coverageProblems(start, cases)...)
 	}
-	type block struct{ start, end int } // end is -1 while open
-	var blocks []block
-	var headings []int // lines of level-two headings
+	if start := d.found[5]; start >= 0 && !d.closedBlockIn(start) {
+		problems = append(problems, "the master coding prompt has no closed fenced block")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidPlan, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// block is a fenced code block's lines; end is -1 while it is open.
+type block struct{ start, end int }
+
+// document is a plan's Markdown as Validate reads it: its lines, where each section's heading
+// is (-1 if none), every level-two heading and every fenced block.
+type document struct {
+	lines    []string
+	found    []int
+	headings []int
+	blocks   []block
+}
+
+func outline(markdown string) *document {
+	d := &document{
+		lines: strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(markdown), "\n"),
+		found: make([]int, len(Sections)),
+	}
+	for i := range d.found {
+		d.found[i] = -1
+	}
 	var fence string
-	for i, line := range lines {
+	for i, line := range d.lines {
 		if fence != "" {
 			if closesFence(line, fence) {
 				fence = ""
-				blocks[len(blocks)-1].end = i
+				d.blocks[len(d.blocks)-1].end = i
 			}
 			continue
 		}
 		if f := opensFence(line); f != "" {
 			fence = f
-			blocks = append(blocks, block{i, -1})
+			d.blocks = append(d.blocks, block{i, -1})
 			continue
 		}
 		title, ok := levelTwo(line)
 		if !ok {
 			continue
 		}
-		headings = append(headings, i)
+		d.headings = append(d.headings, i)
 		for s, name := range Sections {
-			if found[s] < 0 && title == strings.ToLower(name) {
-				found[s] = i
+			if d.found[s] < 0 && title == strings.ToLower(name) {
+				d.found[s] = i
 			}
 		}
 	}
+	return d
+}
 
+// sectionProblems names the sections missing or out of order.
+func (d *document) sectionProblems() []string {
 	var problems []string
 	last := -1
-	for s, line := range found {
+	for s, line := range d.found {
 		switch {
 		case line < 0:
 			problems = append(problems, "no section "+strconv.Quote(Sections[s]))
@@ -61,68 +91,68 @@ func Validate(markdown string, cases []Case) error {
 			last = line
 		}
 	}
-	// end is where the section starting at line ends: the next level-two heading.
-	end := func(line int) int {
-		for _, h := range headings {
-			if h > line {
-				return h
-			}
-		}
-		return len(lines)
-	}
-	inBlock := func(i int) bool {
-		for _, b := range blocks {
-			if i >= b.start && (b.end < 0 || i <= b.end) {
-				return true
-			}
-		}
-		return false
-	}
+	return problems
+}
 
-	if start := found[3]; start >= 0 {
-		cells := map[string]bool{}
-		for i := start + 1; i < end(start); i++ {
-			if inBlock(i) {
-				continue
-			}
-			row := splitRow(lines[i])
-			if len(row) < 2 {
-				continue
-			}
-			for _, c := range row {
-				cells[c] = true
-			}
-		}
-		var missing []string
-		for _, c := range cases {
-			if id := oneLine(c.ID); !cells[id] {
-				missing = append(missing, strconv.Quote(clip(id, 64)))
-			}
-		}
-		if len(missing) > 0 {
-			more := ""
-			if len(missing) > maxListed {
-				more = fmt.Sprintf(" and %d more", len(missing)-maxListed)
-				missing = missing[:maxListed]
-			}
-			problems = append(problems, "the coverage map has no row for "+strings.Join(missing, ", ")+more)
+// end is where the section starting at line ends: the next level-two heading.
+func (d *document) end(line int) int {
+	for _, h := range d.headings {
+		if h > line {
+			return h
 		}
 	}
-	if start := found[5]; start >= 0 {
-		ok := false
-		for _, b := range blocks {
-			if b.start > start && b.start < end(start) && b.end > b.start {
-				ok = true
-			}
-		}
-		if !ok {
-			problems = append(problems, "the master coding prompt has no closed fenced block")
+	return len(d.lines)
+}
+
+func (d *document) inBlock(i int) bool {
+	for _, b := range d.blocks {
+		if i >= b.start && (b.end < 0 || i <= b.end) {
+			return true
 		}
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalidPlan, strings.Join(problems, "; "))
+	return false
+}
+
+// coverageProblems names the cases the coverage map (the section at start) has no row for.
+func (d *document) coverageProblems(start int, cases []Case) []string {
+	cells := map[string]bool{}
+	for i := start + 1; i < d.end(start); i++ {
+		if d.inBlock(i) {
+			continue
+		}
+		row := splitRow(d.lines[i])
+		if len(row) < 2 {
+			continue
+		}
+		for _, c := range row {
+			cells[c] = true
+		}
 	}
-	return nil
+	var missing []string
+	for _, c := range cases {
+		if id := oneLine(c.ID); !cells[id] {
+			missing = append(missing, strconv.Quote(clip(id, 64)))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	more := ""
+	if len(missing) > maxListed {
+		more = fmt.Sprintf(" and %d more", len(missing)-maxListed)
+		missing = missing[:maxListed]
+	}
+	return []string{"the coverage map has no row for " + strings.Join(missing, ", ") + more}
+}
+
+// closedBlockIn reports whether the section at start holds a closed fenced block.
+func (d *document) closedBlockIn(start int) bool {
+	for _, b := range d.blocks {
+		if b.start > start && b.start < d.end(start) && b.end > b.start {
+			return true
+		}
+	}
+	return false
 }
 
 // indent strips at most three leading spaces, and reports whether no more were there: a

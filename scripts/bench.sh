@@ -3,7 +3,7 @@
 # authenticated list GET /api/executions?limit=25 under load, against a bare net/http handler
 # that checks a bearer header and writes a body of the same size. SQLite first, then
 # PostgreSQL. Each figure is printed next to its target. The load generator is
-# internal/tools/loadgen (it also seeds the database directly: organizations, their admins and
+# tools/loadgen (it also seeds the database directly: organizations, their admins and
 # finished runs, with a session token per admin).
 #
 #   scripts/bench.sh                                  # about 2 minutes, then scripts/bench-runs.sh
@@ -82,7 +82,7 @@ if [[ -z $VERDICT ]]; then
 fi
 if [[ -z $LOADGEN ]]; then
 	LOADGEN=$work/loadgen
-	go build -o "$LOADGEN" ./internal/tools/loadgen
+	go build -o "$LOADGEN" ./tools/loadgen
 fi
 
 JWT_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')

@@ -6,7 +6,7 @@
 # PostgreSQL stopped for 20 s, Redis stopped for 20 s, the Docker engine restarted mid-run, the
 # runner frozen (SIGSTOP) within and then past its lease, one replica killed (SIGKILL)
 # mid-request, and the replicas' data folder full (a 64 MiB ext4 image on a loop device).
-# The driver is internal/tools/chaos; its doc comment and checks.go say what is checked.
+# The driver is tools/chaos; its doc comment and checks.go say what is checked.
 # It prints what became of every run and request per fault and a summary table, and exits 1
 # when a check fails, 2 when it cannot set up. About 4 minutes; needs root.
 #
@@ -118,7 +118,7 @@ trap 'log "interrupted"; exit 130' INT TERM
 log "building verdict and the driver (work folder $work)"
 # Built as scripts/image.sh builds the image's binary, so that its compiled packages are reused.
 CGO_ENABLED=0 go build -trimpath -tags timetzdata -o "$work/verdict" ./cmd/verdict
-go build -o "$work/chaos" ./internal/tools/chaos
+go build -o "$work/chaos" ./tools/chaos
 
 engine_args=()
 if [[ $ENGINE == shared ]]; then

@@ -120,6 +120,7 @@ type wiring struct {
 	st       *sqlstore.Store    // stores
 	counters ratelimit.Store    // the login lockout's
 	limiter  *ratelimit.Limiter // the API's and the sockets' rate limits
+	limits   api.RateLimits     // their buckets
 	jwt      *auth.Tokens
 
 	renderer *mail.Renderer // mail
@@ -158,7 +159,7 @@ func (w *wiring) redisPrefix() string {
 }
 
 // modelsConfig points the model providers' clients where the configuration says.
-func modelsConfig(cfg *config.Config) models.Config {
+func modelsConfig(cfg config.AI) models.Config {
 	base := map[models.Provider]string{}
 	for p, u := range map[models.Provider]string{models.OpenAI: cfg.OpenAIBaseURL, models.Gemini: cfg.GeminiBaseURL,
 		models.Anthropic: cfg.AnthropicBaseURL} {

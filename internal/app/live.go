@@ -25,7 +25,7 @@ func (w *wiring) live(context.Context) error {
 	// this function, which reaches identity once w.ids is set by services. Handshakes only
 	// arrive once the API serves, after New has returned.
 	// The dashboard's pages open their sockets with tickets (web.SocketTickets), not the JWT.
-	w.tickets = web.NewSocketTickets(deriveKey(cfg.JWTSecret, "verdict socket tickets"), clock)
+	w.tickets = web.NewSocketTickets(deriveKey(cfg.Secrets.JWTSecret, "verdict socket tickets"), clock)
 	authenticate := func(ctx context.Context, token string) (realtime.Identity, error) {
 		s, err := w.ids.AuthenticateSocket(ctx, token)
 		if errors.Is(err, domain.ErrUnavailable) {
@@ -38,11 +38,8 @@ func (w *wiring) live(context.Context) error {
 		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), APIKeyID: p.APIKeyID,
 			ExpiresIn: s.ExpiresIn, SessionID: s.SessionID, Revoked: s.Revoked}, nil
 	}
-	hubOpts, err := socketBounds(cfg, o.RateLimits, w.limiter, log)
-	if err != nil {
-		return err
-	}
-	hubOpts.Authenticate, hubOpts.RedisURL, hubOpts.RedisPrefix, hubOpts.Logger = authenticate, cfg.RedisURL,
+	hubOpts := socketBounds(cfg.Limits, cfg.Server.TrustedProxies, w.limits, w.limiter, log)
+	hubOpts.Authenticate, hubOpts.RedisURL, hubOpts.RedisPrefix, hubOpts.Logger = authenticate, cfg.Database.RedisURL,
 		strings.TrimSuffix(o.RedisPrefix, ":"), log
 	hub, err := realtime.New(hubOpts)
 	if err != nil {
@@ -60,7 +57,7 @@ func (w *wiring) live(context.Context) error {
 	a.closers = append(a.closers, followers.Close)
 	a.Follow = followers
 	w.followers = followers
-	w.events = hubEvents{hub: hub, follow: followers, clock: clock, views: api.NewViews(cfg.PublicURL, cfg.ReportsURL)}
+	w.events = hubEvents{hub: hub, follow: followers, clock: clock, views: api.NewViews(cfg.Server.PublicURL, cfg.Reports.URL)}
 
 	// Metrics: the run gauges and the mail backlog are counted in the database when scraped, so
 	// every replica on one database reports the same truth; connections are this replica's.

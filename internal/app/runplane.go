@@ -20,8 +20,8 @@ import (
 func (w *wiring) runPlane(context.Context) error {
 	cfg, o, st, clock, log, a := w.cfg, w.o, w.st, w.clock, w.log, w.a
 	box, reports, reportStore, events, alerts := w.box, w.reports, w.reportStore, w.events, w.alerts
-	res := engines.Resources(cfg.Engine)
-	backend, err := engines.Open(cfg.Engine, log)
+	res := engines.Resources(cfg.Runs.Engine)
+	backend, err := engines.Open(cfg.Runs.Engine, log)
 	if err != nil {
 		return err
 	}
@@ -29,8 +29,8 @@ func (w *wiring) runPlane(context.Context) error {
 	a.backend = backend
 	a.events = events
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
-		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
-		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
+		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.Runs.DefaultImage, DefaultBaseURL: cfg.Runs.DefaultBaseURL,
+		AllowedImages: cfg.Runs.AllowedImages, PlanTimeouts: planTimeouts(cfg.Runs.PlanTimeouts)}
 	if err := w.analyst(); err != nil {
 		return err
 	}
@@ -39,13 +39,13 @@ func (w *wiring) runPlane(context.Context) error {
 	outages := &control.Outages{}
 	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
 		Clock: clock, Log: log, Alerts: alerts, Analyst: w.analyses, Metrics: a.metrics, Outages: outages}
-	lease := cfg.RunnerLease
+	lease := cfg.Runs.RunnerLease
 	if o.Lease > 0 {
 		lease = o.Lease
 	}
 	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
 	// run.Peer; a queued run wakes their waiting /api/runner/next.
-	remoteDeps := peerhttp.ServerDeps{Secret: cfg.RunnerSecret, Peer: plane.InstancePeer, Clock: clock, Log: log,
+	remoteDeps := peerhttp.ServerDeps{Secret: cfg.Runs.RunnerSecret, Peer: plane.InstancePeer, Clock: clock, Log: log,
 		Cancelled: plane.Cancelled}
 	if a.redis != nil {
 		remoteDeps.Registry = redisRunners{client: a.redis, key: w.redisPrefix() + "runners"}
@@ -53,11 +53,11 @@ func (w *wiring) runPlane(context.Context) error {
 	a.remote = peerhttp.NewServer(remoteDeps)
 	execDeps.Wake = a.remote.Notify
 	execDeps.Stop = func(string) { a.remote.NotifyCancel() }
-	if cfg.Runner == "embedded" {
+	if cfg.Runs.Runner == "embedded" {
 		// The embedded runner reaches the control plane in process, through its run.Peer.
-		id := runnerID(cfg.DataDir)
+		id := runnerID(cfg.Server.DataDir)
 		a.runner = &run.Runner{ID: id, Peer: plane.Peer(id), Backend: backend, Clock: clock, Log: log,
-			Slots: cfg.RunnerSlots, Resources: res, Lease: lease}
+			Slots: cfg.Runs.RunnerSlots, Resources: res, Lease: lease}
 		remote := a.remote
 		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
@@ -73,15 +73,15 @@ func (w *wiring) runPlane(context.Context) error {
 func (w *wiring) analyst() error {
 	cfg, st, clock, log, a := w.cfg, w.st, w.clock, w.log, w.a
 	// Organizations' own model keys are sealed with a key of their own, derived like the mail's.
-	keysBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict provider keys"))
+	keysBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict provider keys"))
 	if err != nil {
 		return err
 	}
-	modelClient := models.New(modelsConfig(cfg))
+	modelClient := models.New(modelsConfig(cfg.AI))
 	w.modelClient = modelClient
 	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: modelClient,
-		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.OpenAIAPIKey, models.Gemini: cfg.GeminiAPIKey,
-			models.Anthropic: cfg.AnthropicAPIKey},
+		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.AI.OpenAIAPIKey, models.Gemini: cfg.AI.GeminiAPIKey,
+			models.Anthropic: cfg.AI.AnthropicAPIKey},
 		Events: w.events, Clock: clock, Log: log})
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	w.analyses = analyses

@@ -20,12 +20,12 @@ import (
 // mail builds the mail sender (SMTP, or the console), the templates and the outbox's worker.
 func (w *wiring) mail(context.Context) error {
 	cfg, st, clock, log, a := w.cfg, w.st, w.clock, w.log, w.a
-	sender, err := mail.NewSender(mail.SMTPConfig{Host: cfg.SMTPHost, Port: cfg.SMTPPort, Username: cfg.SMTPUsername,
-		Password: cfg.SMTPPassword, From: cfg.SMTPFrom, TLS: cfg.SMTPTLS}, w.o.MailConsole)
+	sender, err := mail.NewSender(mail.SMTPConfig{Host: cfg.Mail.SMTPHost, Port: cfg.Mail.SMTPPort, Username: cfg.Mail.SMTPUsername,
+		Password: cfg.Mail.SMTPPassword, From: cfg.Mail.SMTPFrom, TLS: cfg.Mail.SMTPTLS}, w.o.MailConsole)
 	if err != nil {
 		return fmt.Errorf("mail: %w", err)
 	}
-	renderer, err := mail.NewRenderer(cfg.PublicURL)
+	renderer, err := mail.NewRenderer(cfg.Server.PublicURL)
 	if err != nil {
 		return fmt.Errorf("mail: %w", err)
 	}
@@ -39,13 +39,13 @@ func (w *wiring) billing(context.Context) error {
 	cfg, st, clock, log, a, renderer := w.cfg, w.st, w.clock, w.log, w.a, w.renderer
 	alerts := billing.NewAlerts(billing.AlertsDeps{Renderer: renderer, Notify: a.mailer.Notify, Clock: clock, Log: log})
 	var provider billing.Provider // none without a secret key: the billing routes answer 503
-	if cfg.StripeSecretKey != "" {
-		provider = billing.NewStripe(cfg.StripeSecretKey, cfg.StripeAPIBase)
+	if cfg.Billing.StripeSecretKey != "" {
+		provider = billing.NewStripe(cfg.Billing.StripeSecretKey, cfg.Billing.StripeAPIBase)
 	}
 	w.alerts = alerts
-	w.bill = billing.New(billing.Deps{Store: st, Provider: provider, WebhookSecret: cfg.StripeWebhookSecret,
-		Prices:    map[domain.Plan]string{domain.PlanTeam: cfg.StripePriceTeam, domain.PlanEnterprise: cfg.StripePriceEnterprise},
-		PublicURL: cfg.PublicURL, Renderer: renderer, Notify: a.mailer.Notify, Alerts: alerts, Clock: clock, Log: log})
+	w.bill = billing.New(billing.Deps{Store: st, Provider: provider, WebhookSecret: cfg.Billing.StripeWebhookSecret,
+		Prices:    map[domain.Plan]string{domain.PlanTeam: cfg.Billing.StripePriceTeam, domain.PlanEnterprise: cfg.Billing.StripePriceEnterprise},
+		PublicURL: cfg.Server.PublicURL, Renderer: renderer, Notify: a.mailer.Notify, Alerts: alerts, Clock: clock, Log: log})
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (w *wiring) services(ctx context.Context) error {
 	cfg, st, clock, log, a := w.cfg, w.st, w.clock, w.log, w.a
 	reports, events, hub, followers := w.reports, w.events, w.hub, w.followers
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
-	trackerBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict tracker keys"))
+	trackerBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict tracker keys"))
 	if err != nil {
 		return err
 	}
@@ -68,8 +68,8 @@ func (w *wiring) services(ctx context.Context) error {
 		return events.views.ReportURL(e)
 	}
 	w.reportURL = reportURL
-	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, LinearURL: cfg.LinearAPIURL,
-		MondayURL: cfg.MondayAPIURL, MondayAPIVersion: cfg.MondayAPIVersion, ReportURL: reportURL, Events: events,
+	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, LinearURL: cfg.Integrations.LinearAPIURL,
+		MondayURL: cfg.Integrations.MondayAPIURL, MondayAPIVersion: cfg.Integrations.MondayAPIVersion, ReportURL: reportURL, Events: events,
 		Clock: clock, Log: log})
 
 	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
@@ -86,7 +86,7 @@ func (w *wiring) services(ctx context.Context) error {
 		Alerts:      w.alerts,
 		EndSessions: endUser, EndKeySessions: endKey, EndTokenSessions: endToken,
 		SocketTickets: w.socketTicket,
-		DefaultPlan:   domain.Plan(cfg.DefaultPlan),
+		DefaultPlan:   domain.Plan(cfg.Billing.DefaultPlan),
 		Clock:         clock,
 		Log:           log,
 	})

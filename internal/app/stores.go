@@ -19,13 +19,13 @@ import (
 func (w *wiring) stores(ctx context.Context) error {
 	cfg, clock, log, a := w.cfg, w.clock, w.log, w.a
 	// The data folder (database, reports, development secrets) is the service's alone.
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(cfg.Server.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data folder: %w", err)
 	}
-	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+	if err := os.Chmod(cfg.Server.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data folder: %w", err)
 	}
-	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	st, err := sqlstore.Open(ctx, cfg.Database.URL, cfg.Server.DataDir)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
@@ -39,8 +39,8 @@ func (w *wiring) stores(ctx context.Context) error {
 	// The lockout counts failures in fixed windows (counters); the API's rate limits are GCRA
 	// (limiter). Both are shared through Redis when there is one, and count in this replica's
 	// memory while Redis is away.
-	if cfg.RedisURL != "" {
-		opts, err := redis.ParseURL(cfg.RedisURL)
+	if cfg.Database.RedisURL != "" {
+		opts, err := redis.ParseURL(cfg.Database.RedisURL)
 		if err != nil {
 			return fmt.Errorf("REDIS_URL: %w", err)
 		}
@@ -56,8 +56,15 @@ func (w *wiring) stores(ctx context.Context) error {
 		w.counters = ratelimit.NewMemoryStore(clock)
 		w.limiter = ratelimit.NewMemoryLimiter(clock)
 	}
+	// The buckets the API, the dashboard's forms and the sockets count in: Options.RateLimits, or
+	// the API's with the configured overrides.
+	if w.limits = w.o.RateLimits; w.limits == nil {
+		if w.limits, err = rateLimits(cfg.Limits.RateLimits); err != nil {
+			return err
+		}
+	}
 
-	w.jwt, err = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTExpiry, clock)
+	w.jwt, err = auth.NewTokens([]byte(cfg.Secrets.JWTSecret), cfg.Secrets.JWTExpiry, clock)
 	return err
 }
 
@@ -65,19 +72,19 @@ func (w *wiring) stores(ctx context.Context) error {
 // the report store.
 func (w *wiring) keys(ctx context.Context) error {
 	cfg, st, a := w.cfg, w.st, w.a
-	box, err := secretbox.New(cfg.EncKey)
+	box, err := secretbox.New(cfg.Secrets.EncryptionKey)
 	if err != nil {
 		return fmt.Errorf("ENCRYPTION_KEY: %w", err)
 	}
 	w.box = box
 	// Mail bodies (invitation links) are sealed at rest with a key of their own, so no other
 	// sealed value copied into the outbox would be opened and mailed.
-	mailBox, err := secretbox.New(deriveKey(string(cfg.EncKey), "verdict mail outbox"))
+	mailBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict mail outbox"))
 	if err != nil {
 		return err
 	}
 	st.SealOutbox(mailBox)
-	reportStore, err := newReportStore(ctx, cfg)
+	reportStore, err := newReportStore(ctx, cfg.Reports, cfg.Server.DataDir)
 	if err != nil {
 		return fmt.Errorf("report store: %w", err)
 	}
@@ -85,6 +92,6 @@ func (w *wiring) keys(ctx context.Context) error {
 	w.reports = reportStore.Store
 	a.reportCheck = reportStore.check
 	// Report links are signed with a key derived from the JWT secret, so one secret to manage.
-	w.signer, err = report.NewSigner(deriveKey(cfg.JWTSecret, "verdict report links"))
+	w.signer, err = report.NewSigner(deriveKey(cfg.Secrets.JWTSecret, "verdict report links"))
 	return err
 }

@@ -84,7 +84,7 @@ type Options struct {
 // by concern, in the order of their needs (each step in the file of its concern): the stores,
 // mail, the keys and the report store, billing, the live fan-outs, the run plane, the services,
 // and the front doors (the dashboard and the API). What a step builds, the later ones take from
-// the wiring; nothing is set on a part after it is built.
+// the wiring.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (*App, error) {
 	if o.Clock == nil {
 		o.Clock = domain.SystemClock

@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/Khan/genqlient v0.8.1
 	github.com/anthropics/anthropic-sdk-go v1.84.0
-	github.com/caarlos0/env/v11 v11.4.2
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/containerd/errdefs v1.0.0

@@ -128,7 +128,7 @@ func openStore(ctx context.Context) (*sqlstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	return sqlstore.Open(ctx, cfg.Database.URL, cfg.Server.DataDir)
 }
 
 func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer) error {

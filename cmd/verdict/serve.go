@@ -21,14 +21,14 @@ func serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
+	log := newLogger(os.Stderr, cfg.Server.LogLevel, cfg.Server.LogFormat)
 	a, err := app.New(ctx, cfg, log, app.Options{Version: version})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("verdict serving", "addr", ln.Addr().String(), "database", a.Store.Dialect(),
-		"redis", cfg.RedisURL != "", "public_url", cfg.PublicURL, "version", version)
+		"redis", cfg.Database.RedisURL != "", "public_url", cfg.Server.PublicURL, "version", version)
 
 	select {
 	case err := <-errc:

@@ -24,9 +24,9 @@ type reportStore struct {
 // bucketCheckTimeout bounds the check at start that the bucket answers.
 const bucketCheckTimeout = 15 * time.Second
 
-func newReportStore(ctx context.Context, cfg *config.Config) (reportStore, error) {
+func newReportStore(ctx context.Context, cfg config.Reports, dataDir string) (reportStore, error) {
 	if cfg.S3Bucket == "" {
-		s, err := report.NewFSStore(cfg.DataDir)
+		s, err := report.NewFSStore(dataDir)
 		if err != nil {
 			return reportStore{}, err
 		}

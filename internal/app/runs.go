@@ -6,18 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"verdict/internal/api"
-	"verdict/internal/auth"
 	"verdict/internal/domain"
+	"verdict/internal/executions"
 	"verdict/internal/follow"
 	"verdict/internal/identity"
 	"verdict/internal/peerhttp"
 	"verdict/internal/realtime"
-	"verdict/internal/store"
-	"verdict/internal/web"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -125,77 +122,11 @@ func (r redisRunners) List(ctx context.Context, since time.Time) ([]peerhttp.Run
 	return out, nil
 }
 
-// socketAuth verifies a handshake's JWT, API key, or a dashboard page's socket ticket, and
-// re-reads the user, like every REST request. A ticket's socket ends with the session it was
-// issued for: at its expiry, or when it is revoked (the socket is in the session's room).
-func socketAuth(tokens *auth.Tokens, tickets *web.SocketTickets, ids *identity.Service, clock domain.Clock) realtime.Authenticator {
-	return func(ctx context.Context, token string) (realtime.Identity, error) {
-		if strings.HasPrefix(token, domain.APIKeyPrefix) {
-			// auth: {apiKey} (or a key sent as the token): the key's user, re-read like the REST API.
-			p, err := ids.AuthenticateKey(ctx, token)
-			if err != nil {
-				return realtime.Identity{}, err
-			}
-			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role), APIKeyID: p.APIKeyID}, nil
-		}
-		if web.IsSocketTicket(token) {
-			t, ok := tickets.Verify(token)
-			if !ok || tokens.Revoked(t.SessionID) { // a ticket of a signed-out session
-				return realtime.Identity{}, errBadTicket
-			}
-			p, err := ids.AuthenticateClaims(ctx, t.UserID, t.OrgID)
-			if err != nil {
-				return realtime.Identity{}, err
-			}
-			return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
-				ExpiresIn: t.SessionEnd.Sub(clock()), SessionID: t.SessionID, Revoked: revoked(tokens, t.SessionID)}, nil
-		}
-		c, err := tokens.Verify(token) // refuses a revoked token
-		if err != nil {
-			return realtime.Identity{}, err
-		}
-		p, err := ids.AuthenticateClaims(ctx, c.UserID, c.OrganizationID)
-		if err != nil {
-			return realtime.Identity{}, err
-		}
-		return realtime.Identity{UserID: p.UserID, OrganizationID: p.OrgID, Role: string(p.Role),
-			ExpiresIn: c.ExpiresAt.Sub(clock()), SessionID: c.ID, Revoked: revoked(tokens, c.ID)}, nil
-	}
-}
-
-// revoked tells the hub whether a session was revoked while its socket's handshake was checked.
-func revoked(tokens *auth.Tokens, sessionID string) func() bool {
-	return func() bool { return tokens.Revoked(sessionID) }
-}
-
-var errBadTicket = errors.New("invalid or expired socket ticket")
-
 // runnerID names the embedded runner of this host and data folder, stable across restarts so
 // that the runs of an earlier life of the process can be recognised and settled.
 func runnerID(dataDir string) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("embedded:%s:%s", host, dataDir)
-}
-
-// cancelledRuns tells the runner routes which of a remote runner process's runs a user asked
-// to cancel: the runs' own records, read (the heartbeat is what writes).
-func cancelledRuns(st store.Store) func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
-	return func(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
-		var out []string
-		for _, id := range ids {
-			e, err := st.Executions().GetByID(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			if e.RunnerID == runnerID && e.RunnerInstance == instance && e.CancelRequested {
-				out = append(out, id)
-			}
-		}
-		return out, nil
-	}
 }
 
 // runnerList is the API's list of remote runners: those that called the runner routes in the
@@ -205,20 +136,18 @@ func cancelledRuns(st store.Store) func(ctx context.Context, runnerID, instance 
 // calls follows the runs it carries); slots, the runner's configured size, depend on no
 // tenant. The operator, with the runner secret, sees the runners as they report themselves.
 type runnerList struct {
-	srv   *peerhttp.Server
-	store store.Store
+	srv  *peerhttp.Server
+	runs *executions.Service // the admin's view of the runners' busy counts
 }
 
 func (l runnerList) ListRunners(ctx context.Context, p *identity.Principal) ([]api.RunnerInfo, error) {
-	if err := p.RequireAdmin(); err != nil {
-		return nil, err
-	}
-	seen, err := l.srv.Runners(ctx)
+	var seen []peerhttp.Runner
+	mine, err := l.runs.RunnersBusy(ctx, p, func(ctx context.Context) (int, error) {
+		var err error
+		seen, err = l.srv.Runners(ctx)
+		return len(seen), err
+	})
 	if err != nil || len(seen) == 0 {
-		return nil, err
-	}
-	mine, err := l.store.Executions().ActiveByRunner(ctx, p.OrgID)
-	if err != nil {
 		return nil, err
 	}
 	out := make([]api.RunnerInfo, len(seen))

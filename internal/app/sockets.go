@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"verdict/internal/api"
@@ -12,20 +13,13 @@ import (
 	"verdict/internal/realtime"
 )
 
-// socketBounds are the Socket.IO hub's bounds from the configuration (sockets per user, API key
-// and organization; bytes queued per connection and in all), and its rate limits: the API's
-// limiter with the API's buckets socket-ip (new sessions, by client IP as the API's per-IP
-// buckets count it) and socket (authenticated sockets, by user or API key), which
-// VERDICT_RATE_LIMITS overrides like any other. As on the API's routes, a limiter failure lets
-// the connection through, logged.
-func socketBounds(cfg *config.Config, limits api.RateLimits, limiter *ratelimit.Limiter, log *slog.Logger) (realtime.Options, error) {
-	if limits == nil {
-		var err error
-		if limits, err = rateLimits(cfg.Limits); err != nil {
-			return realtime.Options{}, err
-		}
-	}
-	proxies := cfg.Proxies
+// socketBounds are the Socket.IO hub's bounds from the configuration's limits (sockets per
+// user, API key and organization; bytes queued per connection and in all), and its rate limits:
+// the API's limiter with the API's buckets socket-ip (new sessions, by client IP, through the
+// trusted proxies, as the API's per-IP buckets count it) and socket (authenticated sockets, by
+// user or API key), which VERDICT_RATE_LIMITS overrides like any other (limits). As on the API's
+// routes, a limiter failure lets the connection through, logged.
+func socketBounds(cfg config.Limits, proxies []netip.Prefix, limits api.RateLimits, limiter *ratelimit.Limiter, log *slog.Logger) realtime.Options {
 	return realtime.Options{
 		SocketsPerUser: cfg.SocketsPerUser,
 		SocketsPerOrg:  cfg.SocketsPerOrg,
@@ -44,5 +38,5 @@ func socketBounds(cfg *config.Config, limits api.RateLimits, limiter *ratelimit.
 			}
 			return d.Allowed, d.RetryAfter
 		},
-	}, nil
+	}
 }

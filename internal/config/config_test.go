@@ -24,10 +24,10 @@ func TestLoadDefaultsAndStripe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.StripeAPIBase != "http://127.0.0.1:12111" || c.StripeSecretKey != "sk_test_1" || c.StripePriceTeam != "price_t" ||
-		c.PublicURL != "http://"+c.Addr || c.Runner != "embedded" || c.LinearAPIURL != "https://api.linear.app/graphql" ||
-		c.MondayAPIURL != "https://api.monday.com/v2" || c.MondayAPIVersion != "2026-07" ||
-		c.LogFormat != "text" || c.DefaultPlan != "free" || c.MetricsToken != "" {
+	if c.Billing.StripeAPIBase != "http://127.0.0.1:12111" || c.Billing.StripeSecretKey != "sk_test_1" || c.Billing.StripePriceTeam != "price_t" ||
+		c.Server.PublicURL != "http://"+c.Server.Addr || c.Runs.Runner != "embedded" || c.Integrations.LinearAPIURL != "https://api.linear.app/graphql" ||
+		c.Integrations.MondayAPIURL != "https://api.monday.com/v2" || c.Integrations.MondayAPIVersion != "2026-07" ||
+		c.Server.LogFormat != "text" || c.Billing.DefaultPlan != "free" || c.Server.MetricsToken != "" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -79,12 +79,12 @@ func TestHardeningSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.RunDiskMB != 10240 || c.RunNetwork != "verdict-runs" || len(c.BlockedNets) != 1 || c.BlockedNets[0].String() != "169.254.0.0/16" ||
-		c.AllowedImages != nil || c.ReportsURL != "" || c.BodyTimeout.Seconds() != 30 {
+	if c.Runs.RunDiskMB != 10240 || c.Runs.RunNetwork != "verdict-runs" || len(c.Runs.BlockedNets) != 1 || c.Runs.BlockedNets[0].String() != "169.254.0.0/16" ||
+		c.Runs.AllowedImages != nil || c.Reports.URL != "" || c.Limits.BodyTimeout.Seconds() != 30 {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c.Timeouts["free"].Minutes() != 15 || c.Timeouts["team"].Hours() != 2 || c.Timeouts["enterprise"].Hours() != 24 {
-		t.Fatalf("plan timeouts: %v", c.Timeouts)
+	if c.Runs.PlanTimeouts["free"].Minutes() != 15 || c.Runs.PlanTimeouts["team"].Hours() != 2 || c.Runs.PlanTimeouts["enterprise"].Hours() != 24 {
+		t.Fatalf("plan timeouts: %v", c.Runs.PlanTimeouts)
 	}
 	env := base()
 	env["VERDICT_PLAN_TIMEOUTS"] = "free=5m"
@@ -94,11 +94,11 @@ func TestHardeningSettings(t *testing.T) {
 	if c, err = LoadFrom(env); err != nil {
 		t.Fatal(err)
 	}
-	if c.Timeouts["free"].Minutes() != 5 || c.Timeouts["team"].Hours() != 2 {
-		t.Fatalf("a plan left out must keep its cap: %v", c.Timeouts)
+	if c.Runs.PlanTimeouts["free"].Minutes() != 5 || c.Runs.PlanTimeouts["team"].Hours() != 2 {
+		t.Fatalf("a plan left out must keep its cap: %v", c.Runs.PlanTimeouts)
 	}
-	if strings.Join(c.AllowedImages, "|") != "registry.example.com/qa/*|verdict-examples/*" || len(c.BlockedNets) != 0 ||
-		c.ReportsURL != "https://reports.example.com" {
+	if strings.Join(c.Runs.AllowedImages, "|") != "registry.example.com/qa/*|verdict-examples/*" || len(c.Runs.BlockedNets) != 0 ||
+		c.Reports.URL != "https://reports.example.com" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -132,8 +132,8 @@ func TestLoadRunner(t *testing.T) {
 	}
 	k, err := LoadFrom(map[string]string{"VERDICT_DEV": "true", "VERDICT_DATA_DIR": t.TempDir(), "VERDICT_BACKEND": "kubernetes",
 		"VERDICT_K8S_NAMESPACE": "qa-runs"})
-	if err != nil || k.K8sNamespace != "qa-runs" || k.K8sPullPolicy != "IfNotPresent" || k.K8sStartTimeout != 2*time.Minute ||
-		k.K8sHelperImage != "verdict:local" {
+	if err != nil || k.Runs.K8sNamespace != "qa-runs" || k.Runs.K8sPullPolicy != "IfNotPresent" || k.Runs.K8sStartTimeout != 2*time.Minute ||
+		k.Runs.K8sHelperImage != "verdict:local" {
 		t.Errorf("serve on kubernetes: %+v %v", k, err)
 	}
 }

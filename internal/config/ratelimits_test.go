@@ -15,11 +15,11 @@ func TestRateLimitsSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]RateLimit{"login": {5, time.Minute}, "api": {100, time.Minute}, "executions": {300, 30 * time.Second}}
-	if !maps.Equal(c.Limits, want) {
-		t.Fatalf("Limits = %v, want %v", c.Limits, want)
+	if !maps.Equal(c.Limits.RateLimits, want) {
+		t.Fatalf("Limits = %v, want %v", c.Limits.RateLimits, want)
 	}
-	if c, err := LoadFrom(base()); err != nil || len(c.Limits) != 0 {
-		t.Fatalf("unset: %v, %v; want no overrides", c.Limits, err)
+	if c, err := LoadFrom(base()); err != nil || len(c.Limits.RateLimits) != 0 {
+		t.Fatalf("unset: %v, %v; want no overrides", c.Limits.RateLimits, err)
 	}
 	// Bucket names are the API's business: app.New refuses unknown ones, naming the variable.
 	for _, bad := range []string{"login", "login=5", "login=5/", "login=x/1m", "login=0/1m", "login=-1/1m", "=5/1m",

@@ -17,8 +17,8 @@ func s3Env() map[string]string {
 
 func TestS3Settings(t *testing.T) {
 	c, err := LoadFrom(base())
-	if err != nil || c.S3Bucket != "" {
-		t.Fatalf("default: %v %q", err, c.S3Bucket)
+	if err != nil || c.Reports.S3Bucket != "" {
+		t.Fatalf("default: %v %q", err, c.Reports.S3Bucket)
 	}
 	env := s3Env()
 	env["VERDICT_S3_REGION"] = "eu-west-1"
@@ -26,8 +26,8 @@ func TestS3Settings(t *testing.T) {
 	if c, err = LoadFrom(env); err != nil {
 		t.Fatal(err)
 	}
-	if c.S3Bucket != "verdict-reports" || c.S3Endpoint != "http://127.0.0.1:9000" || c.S3Region != "eu-west-1" ||
-		!c.S3PathStyle || c.S3AccessKey != "AKIAEXAMPLE" || c.S3SecretKey != "secret-key-value" {
+	if c.Reports.S3Bucket != "verdict-reports" || c.Reports.S3Endpoint != "http://127.0.0.1:9000" || c.Reports.S3Region != "eu-west-1" ||
+		!c.Reports.S3PathStyle || c.Reports.S3AccessKey != "AKIAEXAMPLE" || c.Reports.S3SecretKey != "secret-key-value" {
 		t.Fatalf("config: %+v", c)
 	}
 }
@@ -48,7 +48,7 @@ func TestS3SettingsRefused(t *testing.T) {
 		"no access key":       {map[string]string{"VERDICT_S3_ACCESS_KEY": ""}, "VERDICT_S3_ACCESS_KEY and VERDICT_S3_SECRET_KEY are both required"},
 		"no secret key":       {map[string]string{"VERDICT_S3_SECRET_KEY": ""}, "VERDICT_S3_SECRET_KEY are both required"},
 		"region":              {map[string]string{"VERDICT_S3_REGION": "eu west"}, "VERDICT_S3_REGION"},
-		"path style":          {map[string]string{"VERDICT_S3_PATH_STYLE": "sometimes"}, "S3PathStyle"},
+		"path style":          {map[string]string{"VERDICT_S3_PATH_STYLE": "sometimes"}, "VERDICT_S3_PATH_STYLE: want true or false"},
 		"endpoint, no bucket": {map[string]string{"VERDICT_S3_BUCKET": ""}, "VERDICT_S3_ENDPOINT: set without VERDICT_S3_BUCKET"},
 	} {
 		t.Run(name, func(t *testing.T) {

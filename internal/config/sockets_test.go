@@ -10,14 +10,14 @@ func TestSocketSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SocketsPerUser != 20 || c.SocketsPerOrg != 200 || c.SocketQueueMB != 4 || c.SocketQueueTotalMB != 64 {
+	if c.Limits.SocketsPerUser != 20 || c.Limits.SocketsPerOrg != 200 || c.Limits.SocketQueueMB != 4 || c.Limits.SocketQueueTotalMB != 64 {
 		t.Fatalf("defaults: %d per user, %d per organization, %d MiB per connection, %d MiB together",
-			c.SocketsPerUser, c.SocketsPerOrg, c.SocketQueueMB, c.SocketQueueTotalMB)
+			c.Limits.SocketsPerUser, c.Limits.SocketsPerOrg, c.Limits.SocketQueueMB, c.Limits.SocketQueueTotalMB)
 	}
 	env := base()
 	env["VERDICT_SOCKETS_PER_USER"], env["VERDICT_SOCKETS_PER_ORG"] = "5", "50"
 	env["VERDICT_SOCKET_QUEUE_MB"], env["VERDICT_SOCKET_QUEUE_TOTAL_MB"] = "2", "2"
-	if c, err := LoadFrom(env); err != nil || c.SocketsPerUser != 5 || c.SocketsPerOrg != 50 || c.SocketQueueMB != 2 || c.SocketQueueTotalMB != 2 {
+	if c, err := LoadFrom(env); err != nil || c.Limits.SocketsPerUser != 5 || c.Limits.SocketsPerOrg != 50 || c.Limits.SocketQueueMB != 2 || c.Limits.SocketQueueTotalMB != 2 {
 		t.Fatalf("set: %+v, %v", c, err)
 	}
 	for name, bad := range map[string][]string{

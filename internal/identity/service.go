@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"verdict/internal/auth"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 )
@@ -21,6 +22,10 @@ type Tokens interface {
 	// Revoke refuses the session's tokens from now on in this process; it reports whether the
 	// session was not known as revoked before.
 	Revoke(id string, expiresAt time.Time) bool
+	// Verify checks a session token, refusing a revoked one; Revoked tells whether the
+	// session id was revoked (AuthenticateSocket).
+	Verify(token string) (auth.Claims, error)
+	Revoked(id string) bool
 }
 
 // Lockout counts failed logins per e-mail and locks an address after too many (auth.Lockout).
@@ -65,6 +70,7 @@ type Service struct {
 	endKeySessions func(keyID string)
 	// endTokenSessions closes this replica's live connections of a revoked session.
 	endTokenSessions func(tokenID string)
+	socketTickets    SocketTickets
 	defaultPlan      domain.Plan // of organizations created at signup
 	clock            domain.Clock
 	newID            domain.IDGen
@@ -95,6 +101,9 @@ type Deps struct {
 	// once it is revoked: every replica calls it for each revocation it learns of
 	// (SyncRevocations), so it need not reach the others.
 	EndTokenSessions func(tokenID string)
+	// SocketTickets checks the dashboard pages' socket tickets (AuthenticateSocket); nil: no
+	// handshake token is a ticket.
+	SocketTickets SocketTickets
 	// DefaultPlan is the plan of organizations created at signup; empty: free.
 	DefaultPlan domain.Plan
 	Clock       domain.Clock
@@ -128,12 +137,15 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	if d.SocketTickets == nil {
+		d.SocketTickets = func(string) (SocketTicket, bool, bool) { return SocketTicket{}, false, false }
+	}
 	if d.DefaultPlan == "" {
 		d.DefaultPlan = domain.PlanFree
 	}
 	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
 		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, endTokenSessions: d.EndTokenSessions,
-		clock: d.Clock, newID: d.NewID, log: d.Log}
+		socketTickets: d.SocketTickets, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
 type noRuns struct{}

@@ -70,6 +70,10 @@ type ExecutionRepo interface {
 	// ActiveByRunner counts the organization's runs going (RUNNING or ANALYZING) by the runner
 	// ID that holds them; runners holding none of them are absent.
 	ActiveByRunner(ctx context.Context, orgID string) (map[string]int, error)
+	// CancelRequested tells which of ids, runs held by process instance of runner runnerID, a
+	// user asked to cancel, in the order of ids: one query for the ids a runner holds (unknown
+	// ids and other runners' runs are left out), for the run plane only.
+	CancelRequested(ctx context.Context, runnerID, instance string, ids []string) ([]string, error)
 	// ActiveCounts counts every organization's runs waiting (PENDING) and going (RUNNING or
 	// ANALYZING), for the metrics; one indexed query.
 	ActiveCounts(ctx context.Context) (pending, running int, err error)

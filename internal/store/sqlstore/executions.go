@@ -541,6 +541,50 @@ func (r executionRepo) ActiveByRunner(ctx context.Context, orgID string) (map[st
 	return out, r.s.mapErr(rows.Err())
 }
 
+// maxIDsPerStatement bounds the ids one CancelRequested statement asks about: what a remote
+// runner holds at most (peerhttp's bound), so a runner's call is one query.
+const maxIDsPerStatement = 1024
+
+// CancelRequested reads the ids of the runner's runs with a cancel asked for, on the primary key.
+func (r executionRepo) CancelRequested(ctx context.Context, runnerID, instance string, ids []string) ([]string, error) {
+	asked := map[string]bool{}
+	for _, part := range pow2Chunks(ids, maxIDsPerStatement) {
+		args := []any{runnerID, instance, true}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		q := `SELECT id FROM executions WHERE runner_id = ? AND runner_instance = ? AND cancel_requested = ?
+			AND id IN (` + placeholders(len(part)) + `)`
+		if err := r.scanIDs(ctx, q, args, asked); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, id := range ids {
+		if asked[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// scanIDs adds the ids query q returns to into.
+func (r executionRepo) scanIDs(ctx context.Context, q string, args []any, into map[string]bool) error {
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), args...)
+	if err != nil {
+		return r.s.mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return r.s.mapErr(err)
+		}
+		into[id] = true
+	}
+	return r.s.mapErr(rows.Err())
+}
+
 func (r executionRepo) ActiveCounts(ctx context.Context) (pending, running int, err error) {
 	q := `SELECT status, COUNT(*) FROM executions WHERE status IN (?, ?, ?) GROUP BY status`
 	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing)

@@ -24,6 +24,7 @@ func RunExecutions(t *testing.T, open Opener) {
 	t.Run("Leases", func(t *testing.T) { testLeases(t, open) })
 	t.Run("Logs", func(t *testing.T) { testLogs(t, open) })
 	t.Run("Outcomes", func(t *testing.T) { testOutcomes(t, open) })
+	t.Run("CancelRequested", func(t *testing.T) { testCancelRequested(t, open) })
 }
 
 func execID(e domain.Execution) string  { return e.ID }

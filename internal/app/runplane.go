@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+
+	"verdict/internal/ai/analyst"
+	"verdict/internal/ai/models"
+	"verdict/internal/control"
+	"verdict/internal/crypto/secretbox"
+	"verdict/internal/domain"
+	"verdict/internal/executions"
+	"verdict/internal/peerhttp"
+	"verdict/internal/run"
+	"verdict/internal/run/engines"
+)
+
+// runPlane opens the run backend and builds the control plane (control.Plane, with the analyst
+// of failed runs), the runner routes (peerhttp.Server, mounted at /api/runner/), the embedded
+// runner, the executions service that wakes them, and the lease reaper.
+func (w *wiring) runPlane(context.Context) error {
+	cfg, o, st, clock, log, a := w.cfg, w.o, w.st, w.clock, w.log, w.a
+	box, reports, reportStore, events, alerts := w.box, w.reports, w.reportStore, w.events, w.alerts
+	res := engines.Resources(cfg.Runs.Engine)
+	backend, err := engines.Open(cfg.Runs.Engine, log)
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() { engines.Close(backend) })
+	a.backend = backend
+	a.events = events
+	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
+		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.Runs.DefaultImage, DefaultBaseURL: cfg.Runs.DefaultBaseURL,
+		AllowedImages: cfg.Runs.AllowedImages, PlanTimeouts: planTimeouts(cfg.Runs.PlanTimeouts)}
+	if err := w.analyst(); err != nil {
+		return err
+	}
+	// The outages of the database the runners' calls meet reach the lease reaper, which does not
+	// count them against the runners' leases.
+	outages := &control.Outages{}
+	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+		Clock: clock, Log: log, Alerts: alerts, Analyst: w.analyses, Metrics: a.metrics, Outages: outages}
+	lease := cfg.Runs.RunnerLease
+	if o.Lease > 0 {
+		lease = o.Lease
+	}
+	// Remote runners (`verdict runner`) reach the same plane over HTTP, each through its own
+	// run.Peer; a queued run wakes their waiting /api/runner/next.
+	remoteDeps := peerhttp.ServerDeps{Secret: cfg.Runs.RunnerSecret, Peer: plane.InstancePeer, Clock: clock, Log: log,
+		Cancelled: plane.Cancelled}
+	if a.redis != nil {
+		remoteDeps.Registry = redisRunners{client: a.redis, key: w.redisPrefix() + "runners"}
+	}
+	a.remote = peerhttp.NewServer(remoteDeps)
+	execDeps.Wake = a.remote.Notify
+	execDeps.Stop = func(string) { a.remote.NotifyCancel() }
+	if cfg.Runs.Runner == "embedded" {
+		// The embedded runner reaches the control plane in process, through its run.Peer.
+		id := runnerID(cfg.Server.DataDir)
+		a.runner = &run.Runner{ID: id, Peer: plane.Peer(id), Backend: backend, Clock: clock, Log: log,
+			Slots: cfg.Runs.RunnerSlots, Resources: res, Lease: lease}
+		remote := a.remote
+		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
+		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
+	}
+	w.execs = executions.New(execDeps)
+	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+		Metrics: a.metrics, Grace: lease, Outages: outages}
+	return nil
+}
+
+// analyst builds the model providers' client and the analyst of failed runs, which the control
+// plane asks and the analysis routes and the planner use.
+func (w *wiring) analyst() error {
+	cfg, st, clock, log, a := w.cfg, w.st, w.clock, w.log, w.a
+	// Organizations' own model keys are sealed with a key of their own, derived like the mail's.
+	keysBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict provider keys"))
+	if err != nil {
+		return err
+	}
+	modelClient := models.New(modelsConfig(cfg.AI))
+	w.modelClient = modelClient
+	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: modelClient,
+		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.AI.OpenAIAPIKey, models.Gemini: cfg.AI.GeminiAPIKey,
+			models.Anthropic: cfg.AI.AnthropicAPIKey},
+		Events: w.events, Clock: clock, Log: log})
+	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
+	w.analyses = analyses
+	return nil
+}

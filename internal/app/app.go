@@ -416,7 +416,7 @@ func modelsConfig(cfg *config.Config) models.Config {
 
 func (a *App) readiness() []api.Checker {
 	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
-		{Name: engines.Name(a.backend), Check: a.backend.Ping, Optional: true}}
+		{Name: a.backend.Name(), Check: a.backend.Ping, Optional: true}}
 	if a.redis != nil {
 		// Optional: while Redis is away the limits count in memory and requests are served, so
 		// a load balancer must not take every replica out for it.
@@ -446,7 +446,7 @@ func (a *App) Run(ctx context.Context) {
 	start(a.reaper.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
-			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", engines.Name(a.backend), "err", err)
+			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", a.backend.Name(), "err", err)
 		} else if err := engines.Prepare(ctx, a.backend); err != nil {
 			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}

@@ -57,6 +57,7 @@ func (b *fakeBackend) pulse() {
 	}
 }
 
+func (b *fakeBackend) Name() string                              { return "fake" }
 func (b *fakeBackend) Ping(context.Context) error                { return nil }
 func (b *fakeBackend) EnsureImage(context.Context, string) error { return nil }
 func (b *fakeBackend) Start(_ context.Context, s run.Spec) (string, error) {

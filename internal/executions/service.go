@@ -46,7 +46,7 @@ type Service struct {
 type Deps struct {
 	Store   store.Store
 	Box     *secretbox.Box
-	Backend run.Backend // for tests-structure; nil when no engine is configured
+	Backend run.Backend // the embedded runner's, for tests-structure; nil when this server runs no suites
 	Reports report.Store
 	Events  control.Events
 	Wake    func()                   // wakes the embedded runner after a run is queued; nil: none

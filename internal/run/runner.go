@@ -281,12 +281,12 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 			return *ended
 		}
 		if errors.Is(err, ErrImageNotFound) {
-			return fail("image %q not found on the Docker engine and could not be pulled", w.Image)
+			return fail("image %q not found on %s and could not be pulled", w.Image, Describe(r.Backend))
 		}
 		// The engine's words can tell an open registry port from a closed one: they go to the
 		// log, not to the run.
 		log.Warn("preparing the image failed", "image", w.Image, "err", err)
-		return fail("the Docker engine could not prepare image %q", w.Image)
+		return fail("%s could not prepare image %q", Describe(r.Backend), w.Image)
 	}
 	timeout := time.Duration(w.TimeoutSeconds) * time.Second
 	if timeout <= 0 {

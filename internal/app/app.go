@@ -240,11 +240,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		MailBacklog: st.Outbox().Backlog, Connections: hub.Connections}, log)
 
 	res := engines.Resources(cfg.Engine)
-	backend, err := engines.Open(cfg.Engine, log)
-	if err != nil {
-		return nil, err
+	// The run backend is the embedded runner's alone: a server that runs no suites opens none
+	// (its remote runners have their own), and reads no image (tests-structure answers 503).
+	var backend run.Backend
+	if cfg.Runner == "embedded" {
+		if backend, err = engines.Open(cfg.Engine, log); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() { engines.Close(backend) })
 	}
-	a.closers = append(a.closers, func() { engines.Close(backend) })
 	a.backend = backend
 	a.events = events
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
@@ -294,7 +298,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
 	execs := executions.New(execDeps)
-	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+	// The reaper removes a lost run's container only through the backend of the runner that ran
+	// it, when that runner is this process's; a remote runner removes its own.
+	var own map[string]run.Backend
+	if a.runner != nil {
+		own = map[string]run.Backend{a.runner.ID: backend}
+	}
+	a.reaper = &control.Reaper{Store: st, Backends: own, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
 		Metrics: a.metrics, Grace: lease, Outages: outages}
 
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
@@ -415,8 +425,10 @@ func modelsConfig(cfg *config.Config) models.Config {
 }
 
 func (a *App) readiness() []api.Checker {
-	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
-		{Name: a.backend.Name(), Check: a.backend.Ping, Optional: true}}
+	checks := []api.Checker{{Name: "database", Check: a.Store.Ping}}
+	if a.backend != nil {
+		checks = append(checks, api.Checker{Name: a.backend.Name(), Check: a.backend.Ping, Optional: true})
+	}
 	if a.redis != nil {
 		// Optional: while Redis is away the limits count in memory and requests are served, so
 		// a load balancer must not take every replica out for it.

@@ -312,8 +312,9 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 		}
 	}()
 
-	// The container is recorded (for the reaper to remove, should the runner be lost), then its
-	// log followed; the container runs on meanwhile, and the engine keeps its log.
+	// The container is recorded (for the control plane to remove through this runner's backend,
+	// should an in-process runner lose the run; a remote runner removes its own at its next
+	// start), then its log followed; the container runs on meanwhile, and the engine keeps its log.
 	logsDone := make(chan struct{})
 	logCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()

@@ -93,7 +93,9 @@ func Close(b run.Backend) {
 }
 
 // RemoveLeftovers removes the containers (Jobs) an earlier life of runner id left: it holds no
-// run yet, and the server's reaper ends those runs once their leases lapse.
+// run yet. The server's reaper ends those runs once their leases lapse, but touches nothing on
+// this runner's backend: cleaning it is the runner's own work (Docker's backend sweeps that
+// life's network sandboxes itself before the first run's).
 func RemoveLeftovers(ctx context.Context, b run.Backend, id string, log *slog.Logger) {
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -57,7 +57,7 @@ type App struct {
 	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
 	Follow  *follow.Broadcaster
 	backend run.Backend
-	events  control.Events
+	steps   []control.Step // the post-run steps
 	runner  *run.Runner
 	remote  *peerhttp.Server // the runner routes (/api/runner/): answer 404 without VERDICT_RUNNER_SECRET
 	reaper  *control.Reaper
@@ -250,7 +250,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		a.closers = append(a.closers, func() { engines.Close(backend) })
 	}
 	a.backend = backend
-	a.events = events
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.DefaultImage, DefaultBaseURL: cfg.DefaultBaseURL,
 		AllowedImages: cfg.AllowedImages, PlanTimeouts: planTimeouts(cfg.Timeouts)}
@@ -268,7 +267,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	// The outages of the database the runners' calls meet reach the lease reaper, which does not
 	// count them against the runners' leases.
 	outages := &control.Outages{}
-	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+	// The post-run steps, in order, one line each (control.Step); their deliveries go through
+	// the outbox, which the mail worker empties.
+	a.steps = []control.Step{
+		control.Announce{Events: events},
+	}
+	a.mailer.Deliverers = control.Deliveries(a.steps)
+	plane := &control.Plane{Steps: a.steps, Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
 		Clock: clock, Log: log, Alerts: alerts, Analyst: analyses, Metrics: a.metrics, Outages: outages}
 	lease := cfg.RunnerLease
 	if o.Lease > 0 {
@@ -304,7 +309,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 	if a.runner != nil {
 		own = map[string]run.Backend{a.runner.ID: backend}
 	}
-	a.reaper = &control.Reaper{Store: st, Backends: own, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+	a.reaper = &control.Reaper{Store: st, Backends: own, Steps: a.steps, Clock: clock, Log: log, Interval: o.ReapInterval,
 		Metrics: a.metrics, Grace: lease, Outages: outages}
 
 	// Organizations' tracker keys are sealed with a key of their own, derived like the others.
@@ -463,7 +468,7 @@ func (a *App) Run(ctx context.Context) {
 			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}
 		start(func(ctx context.Context) {
-			if err := control.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
+			if err := control.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.steps, a.log); err != nil {
 				a.log.Warn("reconciling containers at start failed", "err", err)
 			}
 			a.runner.Run(ctx)

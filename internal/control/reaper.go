@@ -31,7 +31,7 @@ type Reaper struct {
 	// own: that runner removes it itself, when the lease loss reaches it or at its next start.
 	// Nil: none.
 	Backends map[string]run.Backend
-	Events   Events
+	Steps    []Step // the post-run steps (Plane.Steps), for the runs it ends
 	Clock    domain.Clock
 	Log      *slog.Logger
 	Interval time.Duration // [5s]
@@ -156,14 +156,15 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 		}
 	}
 	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
-		r.Events.ExecutionUpdated(done)
+		afterRun(ctx, r.Steps, r.Store, r.Clock, done, r.Log)
 	}
 }
 
 // Reconcile runs at start, before the runner claims anything: runs still held by this runner's
-// ID belong to an earlier life of this process and end ERROR, and this runner's containers
-// whose run is over or gone are removed. Other runners' containers are never touched.
-func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
+// ID belong to an earlier life of this process and end ERROR (the post-run steps run for each),
+// and this runner's containers whose run is over or gone are removed. Other runners'
+// containers are never touched.
+func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID string, clock domain.Clock, steps []Step, log *slog.Logger) error {
 	// Every active run: leases last seconds, so a day ahead covers all of them.
 	active, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
 	if err != nil {
@@ -188,7 +189,7 @@ func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID stri
 		}
 		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
 			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
-				events.ExecutionUpdated(done)
+				afterRun(ctx, steps, st, clock, done, log)
 			}
 		}
 	}

@@ -67,7 +67,7 @@ func TestReaperCleansThroughTheOwningRunnersBackend(t *testing.T) {
 
 	own := &recordingBackend{fakeBackend: newFakeBackend(nil)}
 	at := now
-	r := &Reaper{Store: st, Backends: map[string]run.Backend{"embedded-1": own}, Events: noEvents{},
+	r := &Reaper{Store: st, Backends: map[string]run.Backend{"embedded-1": own},
 		Clock: func() time.Time { return at }, Log: slog.New(slog.DiscardHandler)}
 	r.Sweep(ctx) // the first sweep extends every lease by the grace
 	at = now.Add(2 * time.Minute)

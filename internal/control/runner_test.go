@@ -214,7 +214,7 @@ func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, col
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(runCtx) }()
-	reaper := &Reaper{Store: st, Events: noEvents{}, Clock: domain.SystemClock, Log: r.Log, Interval: 50 * time.Millisecond}
+	reaper := &Reaper{Store: st, Clock: domain.SystemClock, Log: r.Log, Interval: 50 * time.Millisecond}
 	go reaper.Run(runCtx)
 	t.Cleanup(func() {
 		b.mu.Lock()

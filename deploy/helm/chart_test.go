@@ -815,19 +815,22 @@ func TestRunnerOnKubernetes(t *testing.T) {
 	checkKubeEnv(t, "runner env", envValues(c), "verdict", image)
 	checkSecretRef(t, env(c), "VERDICT_RUNNER_SECRET", fullname, false)
 
-	// The server keeps VERDICT_RUNNER=none, and gets the same settings for its lease reaper.
+	// The server keeps VERDICT_RUNNER=none: it opens no backend, so it gets neither the
+	// backend's settings nor the Role, nor a token.
 	cm := stringMap(t, r.must(t, "ConfigMap", fullname))
 	if cm["VERDICT_RUNNER"] != "none" {
 		t.Errorf("server VERDICT_RUNNER %q, want none", cm["VERDICT_RUNNER"])
 	}
-	checkKubeEnv(t, "server ConfigMap", cm, "verdict", image)
+	if _, ok := cm["VERDICT_BACKEND"]; ok {
+		t.Errorf("server ConfigMap sets VERDICT_BACKEND=%q: a server without a runner opens no backend", cm["VERDICT_BACKEND"])
+	}
 	server := r.must(t, "Deployment", fullname)
-	checkHardenedToken(t, server, container(t, server), true)
+	checkHardenedToken(t, server, container(t, server), false)
 	if got := at(r.must(t, "ServiceAccount", fullname), "automountServiceAccountToken"); got != false {
 		t.Errorf("server ServiceAccount automountServiceAccountToken %v, want false", got)
 	}
 
-	checkRunsRBAC(t, r, "verdict", fullname+"-runner", fullname)
+	checkRunsRBAC(t, r, "verdict", fullname+"-runner")
 }
 
 func TestKubernetesNamespaceAndImage(t *testing.T) {
@@ -835,7 +838,7 @@ func TestKubernetesNamespaceAndImage(t *testing.T) {
 		"--set", "runner.kubernetes.namespace=verdict-runs", "--set", "image.repository=registry.example.com/verdict",
 		"--set", "image.tag=1.2.3")
 	// The Role and RoleBinding go to the runs' namespace; the accounts stay in the release's.
-	checkRunsRBAC(t, r, "verdict-runs", fullname+"-runner", fullname)
+	checkRunsRBAC(t, r, "verdict-runs", fullname+"-runner")
 	if ns := str(r.must(t, "ServiceAccount", fullname+"-runner"), "metadata", "namespace"); ns != "" && ns != "verdict" {
 		t.Errorf("runner ServiceAccount namespace %q, want the release's", ns)
 	}
@@ -846,7 +849,6 @@ func TestKubernetesNamespaceAndImage(t *testing.T) {
 	}
 	c := container(t, r.must(t, "Deployment", fullname+"-runner"))
 	checkKubeEnv(t, "runner env", envValues(c), "verdict-runs", "registry.example.com/verdict:1.2.3")
-	checkKubeEnv(t, "server ConfigMap", stringMap(t, r.must(t, "ConfigMap", fullname)), "verdict-runs", "registry.example.com/verdict:1.2.3")
 
 	// Every setting given.
 	r = mustTemplate(t, "--set", "runner.enabled=true", "--set", "runner.backend=kubernetes",

@@ -52,7 +52,7 @@ type App struct {
 	// Follow is the SSE followers' fan-out (its Stats are the followers' gauges).
 	Follow  *follow.Broadcaster
 	backend run.Backend
-	events  control.Events
+	steps   []control.Step // the post-run steps
 	runner  *run.Runner
 	remote  *peerhttp.Server // the runner routes (/api/runner/): answer 404 without VERDICT_RUNNER_SECRET
 	reaper  *control.Reaper
@@ -171,8 +171,10 @@ func modelsConfig(cfg config.AI) models.Config {
 }
 
 func (a *App) readiness() []api.Checker {
-	checks := []api.Checker{{Name: "database", Check: a.Store.Ping},
-		{Name: engines.Name(a.backend), Check: a.backend.Ping, Optional: true}}
+	checks := []api.Checker{{Name: "database", Check: a.Store.Ping}}
+	if a.backend != nil {
+		checks = append(checks, api.Checker{Name: a.backend.Name(), Check: a.backend.Ping, Optional: true})
+	}
 	if a.redis != nil {
 		// Optional: while Redis is away the limits count in memory and requests are served, so
 		// a load balancer must not take every replica out for it.
@@ -202,12 +204,12 @@ func (a *App) Run(ctx context.Context) {
 	start(a.reaper.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
-			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", engines.Name(a.backend), "err", err)
+			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", a.backend.Name(), "err", err)
 		} else if err := engines.Prepare(ctx, a.backend); err != nil {
 			a.log.Error("the run network is not ready: runs cannot start until it is", "err", err)
 		}
 		start(func(ctx context.Context) {
-			if err := control.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.events, a.log); err != nil {
+			if err := control.Reconcile(ctx, a.Store, a.backend, a.runner.ID, a.runner.Clock, a.steps, a.log); err != nil {
 				a.log.Warn("reconciling containers at start failed", "err", err)
 			}
 			a.runner.Run(ctx)

@@ -90,7 +90,8 @@ func TestKubernetesBackendEndToEnd(t *testing.T) {
 
 // TestKubernetesRemoteRunner: `verdict runner` with VERDICT_BACKEND=kubernetes serves a server
 // that runs nothing itself; the server lists it as a Kubernetes runner; killed mid-run, its run
-// ends ERROR within a lease and the server, given the same cluster, deletes the run's Job.
+// ends ERROR within a lease, and the runner, started again under its name, deletes the run's Job
+// (the server, given the same cluster settings, opens no backend and touches no Job).
 func TestKubernetesRemoteRunner(t *testing.T) {
 	k := kubeenv.Cluster(t)
 	kubeEnv := map[string]string{"VERDICT_BACKEND": "kubernetes", "KUBECONFIG": k.Kubeconfig, "VERDICT_K8S_NAMESPACE": k.Namespace,
@@ -118,7 +119,7 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 		t.Fatalf("runners: %s", runners.raw)
 	}
 
-	// Killed mid-run: ERROR once the lease lapses, and the reaper deletes the Job (and its Secret).
+	// Killed mid-run: ERROR once the lease lapses; the Job is left to its runner.
 	sleeper := h.queue(a, map[string]any{"image": slowImage, "folder": "sleep"})
 	h.waitFor(a, sleeper, time.Minute, func(r resp) bool {
 		return strings.Contains(h.do("GET", "/api/executions/"+sleeper+"/logs", a, nil).str("logs"), "sleeping until stopped")
@@ -127,6 +128,18 @@ func TestKubernetesRemoteRunner(t *testing.T) {
 	r = h.waitFor(a, sleeper, time.Minute, final)
 	if r.str("execution", "status") != "ERROR" || !strings.Contains(r.str("execution", "error"), "runner lost") {
 		t.Fatalf("run of the killed runner: %s", r.raw)
+	}
+	jobs, err := k.Client.BatchV1().Jobs(k.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("the lost run's Job, before its runner is back: %d jobs, %v", len(jobs.Items), err)
+	}
+	// Started again (once the server gives it its name back), it deletes the Job (and its Secret).
+	again := startRunnerProcess(t, h.srv.URL, "kube-runner", runnerEnv...)
+	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(again.stderr.String(), "verdict runner started"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner did not start again:\n%s", again.stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	waitNothingLeft(t, k)
 }

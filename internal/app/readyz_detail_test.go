@@ -89,8 +89,7 @@ func TestReadyzHidesCheckErrors(t *testing.T) {
 	env := s3Env(bucket, t.TempDir())
 	env["VERDICT_S3_ENDPOINT"] = "http://" + s3Proxy.addr()
 	env["REDIS_URL"] = redisURL.String()
-	env["DOCKER_HOST"] = "tcp://" + engineAddr
-	env["VERDICT_RUNNER"] = "none"
+	env["DOCKER_HOST"] = "tcp://" + engineAddr // the embedded runner's engine (not started: no workers)
 	logs := &syncBuffer{}
 	h := newHarness(t, harnessOpts{dialect: "sqlite", env: env, log: logs})
 

@@ -48,6 +48,7 @@ func bigJUnit(failed, passed int) (report []byte, total int) {
 // to /app/junit/results.xml: the run plane gets a real report without Docker.
 type junitBackend struct{ report []byte }
 
+func (b *junitBackend) Name() string                              { return "junit" }
 func (b *junitBackend) Ping(context.Context) error                { return nil }
 func (b *junitBackend) EnsureImage(context.Context, string) error { return nil }
 func (b *junitBackend) Start(_ context.Context, s run.Spec) (string, error) {

@@ -21,13 +21,17 @@ func (w *wiring) runPlane(context.Context) error {
 	cfg, o, st, clock, log, a := w.cfg, w.o, w.st, w.clock, w.log, w.a
 	box, reports, reportStore, events, alerts := w.box, w.reports, w.reportStore, w.events, w.alerts
 	res := engines.Resources(cfg.Runs.Engine)
-	backend, err := engines.Open(cfg.Runs.Engine, log)
-	if err != nil {
-		return err
+	// The run backend is the embedded runner's alone: a server that runs no suites opens none
+	// (its remote runners have their own), and reads no image (tests-structure answers 503).
+	var backend run.Backend
+	if cfg.Runs.Runner == "embedded" {
+		var err error
+		if backend, err = engines.Open(cfg.Runs.Engine, log); err != nil {
+			return err
+		}
+		a.closers = append(a.closers, func() { engines.Close(backend) })
 	}
-	a.closers = append(a.closers, func() { engines.Close(backend) })
 	a.backend = backend
-	a.events = events
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.Runs.DefaultImage, DefaultBaseURL: cfg.Runs.DefaultBaseURL,
 		AllowedImages: cfg.Runs.AllowedImages, PlanTimeouts: planTimeouts(cfg.Runs.PlanTimeouts)}
@@ -37,7 +41,13 @@ func (w *wiring) runPlane(context.Context) error {
 	// The outages of the database the runners' calls meet reach the lease reaper, which does not
 	// count them against the runners' leases.
 	outages := &control.Outages{}
-	plane := &control.Plane{Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+	// The post-run steps, in order, one line each (control.Step); their deliveries go through
+	// the outbox, which the mail worker empties.
+	a.steps = []control.Step{
+		control.Announce{Events: events},
+	}
+	a.mailer.Deliverers = control.Deliveries(a.steps)
+	plane := &control.Plane{Steps: a.steps, Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
 		Clock: clock, Log: log, Alerts: alerts, Analyst: w.analyses, Metrics: a.metrics, Outages: outages}
 	lease := cfg.Runs.RunnerLease
 	if o.Lease > 0 {
@@ -63,7 +73,13 @@ func (w *wiring) runPlane(context.Context) error {
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
 	w.execs = executions.New(execDeps)
-	a.reaper = &control.Reaper{Store: st, Backend: backend, Events: events, Clock: clock, Log: log, Interval: o.ReapInterval,
+	// The reaper removes a lost run's container only through the backend of the runner that ran
+	// it, when that runner is this process's; a remote runner removes its own.
+	var own map[string]run.Backend
+	if a.runner != nil {
+		own = map[string]run.Backend{a.runner.ID: backend}
+	}
+	a.reaper = &control.Reaper{Store: st, Backends: own, Steps: a.steps, Clock: clock, Log: log, Interval: o.ReapInterval,
 		Metrics: a.metrics, Grace: lease, Outages: outages}
 	return nil
 }

@@ -99,7 +99,7 @@ func TestReaperGivesRunnersAGraceAfterAnOutage(t *testing.T) {
 	live := claim("live")
 	claim("gone")
 	outages := &Outages{}
-	r := &Reaper{Store: st, Events: noEvents{}, Clock: clock.Now, Log: slog.New(slog.DiscardHandler), Grace: 30 * time.Second,
+	r := &Reaper{Store: st, Clock: clock.Now, Log: slog.New(slog.DiscardHandler), Grace: 30 * time.Second,
 		Outages: outages}
 	r.Sweep(ctx) // the first sweep: leases of a minute are longer than the grace, and stay
 
@@ -196,7 +196,7 @@ func TestRunKeepsItsOutcomeThroughAStoreOutage(t *testing.T) {
 		Log: log, Outages: outages}
 	r := &run.Runner{ID: "r1", Peer: plane.Peer("r1"), Backend: b, Clock: domain.SystemClock, Log: log, Slots: 1,
 		Lease: time.Second, Poll: 50 * time.Millisecond}
-	reaper := &Reaper{Store: st, Events: noEvents{}, Clock: domain.SystemClock, Log: log, Interval: 100 * time.Millisecond,
+	reaper := &Reaper{Store: st, Clock: domain.SystemClock, Log: log, Interval: 100 * time.Millisecond,
 		Grace: time.Second, Outages: outages}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)

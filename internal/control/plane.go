@@ -47,6 +47,9 @@ type Plane struct {
 	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 	Analyst   Analyst         // explains failed runs (see settle); nil: none
 	Metrics   Metrics         // records starts and ends; nil: none
+	// Steps are the post-run steps, in order, run once a run reached its final status (see
+	// Step; Announce is the one that tells the organization's room); nil: none.
+	Steps []Step
 
 	// ReportFS presents a run's reports for parsing where they are not in a local folder
 	// (report.S3Store.FS); used instead of ReportDir when set.

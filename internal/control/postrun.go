@@ -31,11 +31,15 @@ const analysisTimeout = 90 * time.Second
 //     it until Done returns).
 //  2. finish: the final status, in the one write that ends the run, if its runner still holds
 //     it (the reaper may have ended it).
-//  3. account: the reports' bytes go to the organization's storage, with its alerts.
-//  4. announce: execution-updated to the organization's room.
+//  3. account: the reports' bytes go to the organization's storage, with its alerts (counted
+//     here, not by a Step: they are this Done's reports, counted even when the reaper's
+//     write, which records none, ended the run).
+//  4. the post-run steps (Plane.Steps, see Step), with the run as stored: announce
+//     (execution-updated to the organization's room) first, then each registered effect,
+//     whose outside deliveries go through the outbox.
 //
-// A new after-run effect (a tracker ticket, a notification) is a step here, after finish: it
-// sees the run as stored, and never changes a verdict. It returns finish's error.
+// A new after-run effect (a notification, a webhook) is a Step, not a line here: it sees the
+// run as stored, and never changes a verdict. settle returns finish's error.
 //
 // It may run again for the same run when finish failed (the runner retries Done while the
 // database does not answer): f.Analysis set is the analysis an earlier try made, which is not
@@ -67,7 +71,7 @@ func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, 
 		}
 	}
 	if done, err := p.Store.Executions().GetByID(wctx, e.ID); err == nil {
-		p.Events.ExecutionUpdated(done)
+		afterRun(wctx, p.Steps, p.Store, p.Clock, done, log)
 	}
 	return err
 }

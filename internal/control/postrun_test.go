@@ -168,14 +168,14 @@ func TestStuckAnalysisKeepsItsVerdict(t *testing.T) {
 
 	analysing("lost", "ghost", time.Minute)
 	at := now
-	reaper := &Reaper{Store: st, Events: noEvents{}, Clock: func() time.Time { return at }, Log: log}
+	reaper := &Reaper{Store: st, Clock: func() time.Time { return at }, Log: log}
 	reaper.Sweep(ctx) // a reaper's first sweep gives every lease the grace first (the server may have been down)
 	at = now.Add(2 * time.Minute)
 	reaper.Sweep(ctx)
 	check("lost", "runner lost")
 
 	analysing("restarted", "earlier-life", time.Hour)
-	if err := Reconcile(ctx, st, newFakeBackend(nil), "earlier-life", domain.SystemClock, noEvents{}, log); err != nil {
+	if err := Reconcile(ctx, st, newFakeBackend(nil), "earlier-life", domain.SystemClock, nil, log); err != nil {
 		t.Fatal(err)
 	}
 	check("restarted", "server restarted")

@@ -23,9 +23,15 @@ import (
 // and only then looks for expired leases. The first sweep after the process starts does the
 // same: the server may have been down, and the runners with it unable to renew.
 type Reaper struct {
-	Store    store.Store
-	Backend  run.Backend // may be nil when this replica has no engine
-	Events   Events
+	Store store.Store
+	// Backends are the backends of the runners in this process, by runner ID: a lost run's
+	// container (and what else its runner kept, run.RunnerSweeper) is removed through the
+	// backend of the runner that ran it, and only when that runner is in this process. Another
+	// runner's (a remote runner's, another replica's) is on an engine this process does not
+	// own: that runner removes it itself, when the lease loss reaches it or at its next start.
+	// Nil: none.
+	Backends map[string]run.Backend
+	Steps    []Step // the post-run steps (Plane.Steps), for the runs it ends
 	Clock    domain.Clock
 	Log      *slog.Logger
 	Interval time.Duration // [5s]
@@ -64,9 +70,9 @@ func (r *Reaper) Run(ctx context.Context) {
 	}
 }
 
-// Sweep ends every run whose lease has expired, removing its container where it can; after an
-// outage it first gives every runner a Grace to renew (see Reaper). Sweeps of one Reaper do not
-// overlap (Run calls them one after another).
+// Sweep ends every run whose lease has expired, removing its container when its runner is in
+// this process (Backends); after an outage it first gives every runner a Grace to renew (see
+// Reaper). Sweeps of one Reaper do not overlap (Run calls them one after another).
 func (r *Reaper) Sweep(ctx context.Context) {
 	if r.Outages == nil {
 		r.Outages = &Outages{}
@@ -135,27 +141,30 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 		r.Metrics.RunFinished(&done)
 	}
 	r.Log.Warn("run ended: lease expired", "org", e.OrganizationID, "task", e.TaskID, "runner", e.RunnerID)
-	if r.Backend != nil && e.ContainerID != "" {
-		if err := r.Backend.Remove(ctx, e.ContainerID); err != nil {
-			r.Log.Info("removing the lost run's container failed (it may be on another engine)", "err", err)
+	if b := r.Backends[e.RunnerID]; b != nil && e.RunnerID != "" {
+		if e.ContainerID != "" {
+			if err := b.Remove(ctx, e.ContainerID); err != nil {
+				r.Log.Info("removing the lost run's container failed", "container", e.ContainerID, "err", err)
+			}
 		}
-	}
-	if s, ok := r.Backend.(run.RunnerSweeper); ok && e.RunnerID != "" {
-		// What the lost runner kept on this engine besides its containers (Docker's network
-		// sandboxes); a runner that was only cut off makes new ones.
-		if err := s.SweepRunner(ctx, e.RunnerID); err != nil {
-			r.Log.Info("removing the lost runner's network sandboxes failed", "runner", e.RunnerID, "err", err)
+		if s, ok := b.(run.RunnerSweeper); ok {
+			// What the runner kept besides its containers (Docker's network sandboxes) and no
+			// longer holds; it makes new ones for its next runs.
+			if err := s.SweepRunner(ctx, e.RunnerID); err != nil {
+				r.Log.Info("removing the lost runner's network sandboxes failed", "runner", e.RunnerID, "err", err)
+			}
 		}
 	}
 	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
-		r.Events.ExecutionUpdated(done)
+		afterRun(ctx, r.Steps, r.Store, r.Clock, done, r.Log)
 	}
 }
 
 // Reconcile runs at start, before the runner claims anything: runs still held by this runner's
-// ID belong to an earlier life of this process and end ERROR, and this runner's containers
-// whose run is over or gone are removed. Other runners' containers are never touched.
-func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID string, clock domain.Clock, events Events, log *slog.Logger) error {
+// ID belong to an earlier life of this process and end ERROR (the post-run steps run for each),
+// and this runner's containers whose run is over or gone are removed. Other runners'
+// containers are never touched.
+func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID string, clock domain.Clock, steps []Step, log *slog.Logger) error {
 	// Every active run: leases last seconds, so a day ahead covers all of them.
 	active, err := st.Executions().Expired(ctx, clock().Add(24*time.Hour))
 	if err != nil {
@@ -180,7 +189,7 @@ func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID stri
 		}
 		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
 			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {
-				events.ExecutionUpdated(done)
+				afterRun(ctx, steps, st, clock, done, log)
 			}
 		}
 	}

@@ -57,6 +57,7 @@ func (b *fakeBackend) pulse() {
 	}
 }
 
+func (b *fakeBackend) Name() string                              { return "fake" }
 func (b *fakeBackend) Ping(context.Context) error                { return nil }
 func (b *fakeBackend) EnsureImage(context.Context, string) error { return nil }
 func (b *fakeBackend) Start(_ context.Context, s run.Spec) (string, error) {
@@ -213,7 +214,7 @@ func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, col
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(runCtx) }()
-	reaper := &Reaper{Store: st, Events: noEvents{}, Clock: domain.SystemClock, Log: r.Log, Interval: 50 * time.Millisecond}
+	reaper := &Reaper{Store: st, Clock: domain.SystemClock, Log: r.Log, Interval: 50 * time.Millisecond}
 	go reaper.Run(runCtx)
 	t.Cleanup(func() {
 		b.mu.Lock()

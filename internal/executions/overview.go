@@ -128,126 +128,176 @@ type testKey struct{ project, suite, name string }
 // since. Runs queued outside the window and runs not in a final verdict (PASSED, FAILED,
 // UNSTABLE, ERROR) are ignored. It does no I/O.
 func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since time.Time, days int) *Overview {
-	since = since.UTC()
-	until := since.AddDate(0, 0, days)
-	names := make(map[string]string, len(projects))
-	for _, p := range projects {
-		names[p.ID] = p.Name
-	}
-	nameOf := func(id string) string {
-		if id == "" {
-			return ""
-		}
-		if n, ok := names[id]; ok {
-			return n
-		}
-		return "(deleted project)"
-	}
-	o := &Overview{Since: since, Days: days, Projects: []ProjectHealth{}, Flaky: []FlakyTest{}, RecentFailures: []RecentFailure{}}
-	byProject := map[string]*ProjectHealth{}
-	durations := map[string][]int64{}
-	flaky := map[testKey]*testTally{}
-	var order []testKey
+	b := newOverviewBuilder(projects, since, days)
 	for i := range runs {
 		r := &runs[i]
-		switch r.Status {
-		case domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError:
-		default:
+		if !b.inWindow(r) {
 			continue
 		}
-		if r.QueuedAt.Before(since) || !r.QueuedAt.Before(until) {
-			continue
+		b.o.Runs++
+		b.countRun(r)
+		b.noteFailure(r)
+		b.tallyTests(i, r)
+	}
+	b.projectFigures()
+	b.flakyTests()
+	return b.o
+}
+
+// overviewBuilder holds what BuildOverview has counted so far.
+type overviewBuilder struct {
+	o            *Overview
+	since, until time.Time
+	days         int
+	names        map[string]string // project names by ID
+	byProject    map[string]*ProjectHealth
+	durations    map[string][]int64 // start-to-finish milliseconds, by project
+	flaky        map[testKey]*testTally
+	order        []testKey // the tests in the order first seen (newest run first)
+}
+
+func newOverviewBuilder(projects []domain.Project, since time.Time, days int) *overviewBuilder {
+	since = since.UTC()
+	b := &overviewBuilder{since: since, until: since.AddDate(0, 0, days), days: days,
+		names: make(map[string]string, len(projects)), byProject: map[string]*ProjectHealth{},
+		durations: map[string][]int64{}, flaky: map[testKey]*testTally{},
+		o: &Overview{Since: since, Days: days, Projects: []ProjectHealth{}, Flaky: []FlakyTest{}, RecentFailures: []RecentFailure{}}}
+	for _, p := range projects {
+		b.names[p.ID] = p.Name
+	}
+	return b
+}
+
+// nameOf is a project's name: "" for no project, "(deleted project)" for one gone.
+func (b *overviewBuilder) nameOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	if n, ok := b.names[id]; ok {
+		return n
+	}
+	return "(deleted project)"
+}
+
+// inWindow tells whether r counts: a final verdict, queued within the window.
+func (b *overviewBuilder) inWindow(r *store.RunOutcome) bool {
+	switch r.Status {
+	case domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError:
+	default:
+		return false
+	}
+	return !r.QueuedAt.Before(b.since) && r.QueuedAt.Before(b.until)
+}
+
+// countRun counts r in its project's runs, passes, days and durations.
+func (b *overviewBuilder) countRun(r *store.RunOutcome) {
+	ph := b.byProject[r.ProjectID]
+	if ph == nil {
+		ph = &ProjectHealth{ProjectID: r.ProjectID, Name: b.nameOf(r.ProjectID), Daily: make([]DayHealth, b.days)}
+		for d := range ph.Daily {
+			ph.Daily[d].Day = b.since.AddDate(0, 0, d)
 		}
-		o.Runs++
-		ph := byProject[r.ProjectID]
-		if ph == nil {
-			ph = &ProjectHealth{ProjectID: r.ProjectID, Name: nameOf(r.ProjectID), Daily: make([]DayHealth, days)}
-			for d := range ph.Daily {
-				ph.Daily[d].Day = since.AddDate(0, 0, d)
-			}
-			byProject[r.ProjectID] = ph
-		}
-		day := dayIndex(since, r.QueuedAt, days)
-		ph.Runs++
-		ph.Daily[day].Runs++
-		if passed(r.Status) {
-			ph.Passed++
-			ph.Daily[day].Passed++
-		}
-		if r.StartedAt != nil && r.FinishedAt != nil && !r.FinishedAt.Before(*r.StartedAt) {
-			durations[r.ProjectID] = append(durations[r.ProjectID], r.FinishedAt.Sub(*r.StartedAt).Milliseconds())
-		}
-		if (r.Status == domain.ExecFailed || r.Status == domain.ExecError) && len(o.RecentFailures) < overviewFailures {
-			f := RecentFailure{TaskID: r.TaskID, ProjectID: r.ProjectID, Project: nameOf(r.ProjectID), Status: r.Status,
-				QueuedAt: r.QueuedAt, Message: r.Error}
-			for _, t := range r.Tests {
-				if t.Status == domain.TestFailed {
-					f.Suite, f.Test, f.Message = t.Suite, t.Name, t.Error
-					break
-				}
-			}
-			o.RecentFailures = append(o.RecentFailures, f)
-		}
-		for _, t := range r.Tests {
-			if t.Status == domain.TestSkipped && t.Retries == 0 {
-				continue
-			}
-			k := testKey{r.ProjectID, t.Suite, t.Name}
-			tt := flaky[k]
-			if tt == nil {
-				tt = &testTally{FlakyTest: FlakyTest{ProjectID: r.ProjectID, Project: nameOf(r.ProjectID), Suite: t.Suite, Name: t.Name},
-					last: [4]int{-1, -1, -1, -1}}
-				flaky[k] = tt
-				order = append(order, k)
-			}
-			ft := &tt.FlakyTest
-			switch t.Status {
-			case domain.TestPassed:
-				tt.count(0, i, &ft.Passed)
-			case domain.TestFailed:
-				tt.count(1, i, &ft.Failed)
-			case domain.TestFlaky:
-				tt.count(2, i, &ft.Flaky)
-			}
-			if t.Retries > 0 {
-				tt.count(3, i, &ft.Retried)
-			}
-			// Runs come newest first: the first bad sighting is the newest.
-			if ft.LastTaskID == "" && (t.Status == domain.TestFailed || t.Status == domain.TestFlaky || t.Retries > 0) {
-				ft.LastTaskID, ft.LastSeen = r.TaskID, r.QueuedAt
-			}
+		b.byProject[r.ProjectID] = ph
+	}
+	day := dayIndex(b.since, r.QueuedAt, b.days)
+	ph.Runs++
+	ph.Daily[day].Runs++
+	if passed(r.Status) {
+		ph.Passed++
+		ph.Daily[day].Passed++
+	}
+	if r.StartedAt != nil && r.FinishedAt != nil && !r.FinishedAt.Before(*r.StartedAt) {
+		b.durations[r.ProjectID] = append(b.durations[r.ProjectID], r.FinishedAt.Sub(*r.StartedAt).Milliseconds())
+	}
+}
+
+// noteFailure keeps r among the recent failures (the newest overviewFailures FAILED or ERROR
+// runs), with its first failed test.
+func (b *overviewBuilder) noteFailure(r *store.RunOutcome) {
+	if (r.Status != domain.ExecFailed && r.Status != domain.ExecError) || len(b.o.RecentFailures) >= overviewFailures {
+		return
+	}
+	f := RecentFailure{TaskID: r.TaskID, ProjectID: r.ProjectID, Project: b.nameOf(r.ProjectID), Status: r.Status,
+		QueuedAt: r.QueuedAt, Message: r.Error}
+	for _, t := range r.Tests {
+		if t.Status == domain.TestFailed {
+			f.Suite, f.Test, f.Message = t.Suite, t.Name, t.Error
+			break
 		}
 	}
-	for id, ph := range byProject {
+	b.o.RecentFailures = append(b.o.RecentFailures, f)
+}
+
+// tallyTests counts the outcomes of r's tests (r is the i-th run) toward the flaky tests.
+func (b *overviewBuilder) tallyTests(i int, r *store.RunOutcome) {
+	for _, t := range r.Tests {
+		if t.Status == domain.TestSkipped && t.Retries == 0 {
+			continue
+		}
+		k := testKey{r.ProjectID, t.Suite, t.Name}
+		tt := b.flaky[k]
+		if tt == nil {
+			tt = &testTally{FlakyTest: FlakyTest{ProjectID: r.ProjectID, Project: b.nameOf(r.ProjectID), Suite: t.Suite, Name: t.Name},
+				last: [4]int{-1, -1, -1, -1}}
+			b.flaky[k] = tt
+			b.order = append(b.order, k)
+		}
+		ft := &tt.FlakyTest
+		switch t.Status {
+		case domain.TestPassed:
+			tt.count(0, i, &ft.Passed)
+		case domain.TestFailed:
+			tt.count(1, i, &ft.Failed)
+		case domain.TestFlaky:
+			tt.count(2, i, &ft.Flaky)
+		}
+		if t.Retries > 0 {
+			tt.count(3, i, &ft.Retried)
+		}
+		// Runs come newest first: the first bad sighting is the newest.
+		if ft.LastTaskID == "" && (t.Status == domain.TestFailed || t.Status == domain.TestFlaky || t.Retries > 0) {
+			ft.LastTaskID, ft.LastSeen = r.TaskID, r.QueuedAt
+		}
+	}
+}
+
+// projectFigures completes each project's pass rate and durations, most runs first (named
+// projects before "No project" at equal runs, then by name).
+func (b *overviewBuilder) projectFigures() {
+	for id, ph := range b.byProject {
 		ph.PassRate = float64(ph.Passed) / float64(ph.Runs)
-		ph.MedianMs, ph.P90Ms = percentile(durations[id], 50), percentile(durations[id], 90)
-		o.Projects = append(o.Projects, *ph)
+		ph.MedianMs, ph.P90Ms = percentile(b.durations[id], 50), percentile(b.durations[id], 90)
+		b.o.Projects = append(b.o.Projects, *ph)
 	}
-	slices.SortFunc(o.Projects, func(a, b ProjectHealth) int {
-		if c := cmp.Compare(b.Runs, a.Runs); c != 0 {
+	slices.SortFunc(b.o.Projects, func(x, y ProjectHealth) int {
+		if c := cmp.Compare(y.Runs, x.Runs); c != 0 {
 			return c
 		}
-		if (a.ProjectID == "") != (b.ProjectID == "") { // "No project" after the named ones
-			if a.ProjectID == "" {
+		if (x.ProjectID == "") != (y.ProjectID == "") { // "No project" after the named ones
+			if x.ProjectID == "" {
 				return 1
 			}
 			return -1
 		}
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ProjectID, b.ProjectID))
+		return cmp.Or(cmp.Compare(x.Name, y.Name), cmp.Compare(x.ProjectID, y.ProjectID))
 	})
-	for _, k := range order {
-		ft := &flaky[k].FlakyTest
+}
+
+// flakyTests keeps the tests that passed in one run and failed in another, or were flaky or
+// retried: the most failures first, then the newest, at most overviewFlaky.
+func (b *overviewBuilder) flakyTests() {
+	for _, k := range b.order {
+		ft := &b.flaky[k].FlakyTest
 		if (ft.Passed > 0 && ft.Failed > 0) || ft.Flaky > 0 || ft.Retried > 0 {
-			o.Flaky = append(o.Flaky, *ft)
+			b.o.Flaky = append(b.o.Flaky, *ft)
 		}
 	}
-	slices.SortStableFunc(o.Flaky, func(a, b FlakyTest) int {
-		return cmp.Or(cmp.Compare(b.Failed+b.Flaky, a.Failed+a.Flaky), b.LastSeen.Compare(a.LastSeen))
+	slices.SortStableFunc(b.o.Flaky, func(x, y FlakyTest) int {
+		return cmp.Or(cmp.Compare(y.Failed+y.Flaky, x.Failed+x.Flaky), y.LastSeen.Compare(x.LastSeen))
 	})
-	if len(o.Flaky) > overviewFlaky {
-		o.Flaky = o.Flaky[:overviewFlaky]
+	if len(b.o.Flaky) > overviewFlaky {
+		b.o.Flaky = b.o.Flaky[:overviewFlaky]
 	}
-	return o
 }
 
 // testTally counts a test's runs by outcome: a test listed twice in one run (the same name

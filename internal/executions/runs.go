@@ -250,25 +250,34 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 		return nil, errImageNotAllowed(image)
 	}
 	if s.backend == nil {
-		return nil, domain.Unavailable("Runner unavailable", "No Docker engine is configured")
+		return nil, domain.Unavailable("Runner unavailable", "No run backend is configured")
 	}
 	const root = "/app/tests"
+	engine := run.Describe(s.backend) // "the Docker engine"
 	dirs, err := s.backend.ListDir(ctx, image, root, p.CanWrite())
 	switch {
 	case errors.Is(err, run.ErrPathNotFound):
 		return &TestsStructure{Image: image, Folders: []string{}, Note: "The image has no " + root + " folder"}, nil
 	case errors.Is(err, run.ErrImageNotFound):
 		if !p.CanWrite() {
-			return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on the Docker engine (viewers cannot make it pull images)")
+			return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on "+engine+" (viewers cannot make it pull images)")
 		}
-		return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on the Docker engine and could not be pulled")
+		return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on "+engine+" and could not be pulled")
 	case err != nil:
 		s.log.Warn("reading an image's test folders failed", "image", image, "err", err)
-		return nil, domain.NewError(502, "Image inspection failed", "The Docker engine could not read the test folders of "+quote(image))
+		return nil, domain.NewError(502, "Image inspection failed", sentence(engine)+" could not read the test folders of "+quote(image))
 	}
 	out := &TestsStructure{Image: image, Folders: dirs}
 	if len(dirs) == 0 {
 		out.Note = "The " + root + " folder of the image has no sub-folders"
 	}
 	return out, nil
+}
+
+// sentence is s with its first letter in capitals, to begin a sentence.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -46,7 +46,7 @@ type Service struct {
 type Deps struct {
 	Store   store.Store
 	Box     *secretbox.Box
-	Backend run.Backend // for tests-structure; nil when no engine is configured
+	Backend run.Backend // the embedded runner's, for tests-structure; nil when this server runs no suites
 	Reports report.Store
 	Events  control.Events
 	Wake    func()                   // wakes the embedded runner after a run is queued; nil: none
@@ -165,38 +165,72 @@ const (
 
 // Queue validates and queues a run. It counts against the plan's maxTestRuns when queued (403
 // past it); past maxConcurrentRuns it is not refused but waits PENDING with a queueReason; a
-// taskId in use is 409; a project fills in what the request leaves out (applyProject).
+// taskId in use is 409; a project fills in what the request leaves out (applyProject). Its
+// steps, in this order (which decides which refusal a request with several faults gets): the
+// role, the request's own fields (checkQueueInput), the run drafted from them and the project
+// (draft), its variables sealed (sealVariables), then, with the organization locked, the
+// admission rules (admit).
 func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInput) (*domain.Execution, error) {
 	if !p.CanWrite() {
 		return nil, errReadOnly
 	}
+	if err := checkQueueInput(in); err != nil {
+		return nil, err
+	}
+	e, env, err := s.draft(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.sealVariables(e, env, in.EnvVars); err != nil {
+		return nil, err
+	}
+	generated := e.TaskID == ""
+	err = s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
+			return err
+		}
+		return s.admit(ctx, tx, p.OrgID, e, in.TimeoutSeconds, generated)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.events.ExecutionUpdated(e)
+	s.wake()
+	return e, nil
+}
+
+// checkQueueInput checks the request's own fields, before anything is read.
+func checkQueueInput(in QueueInput) error {
 	for name, v := range map[string]string{"image": in.Image, "command": in.Command, "environment": in.Environment, "baseUrl": in.BaseURL, "folder": in.Folder} {
 		if len(v) > maxFieldLen {
-			return nil, domain.BadRequest("Validation error", name+" is too long")
+			return domain.BadRequest("Validation error", name+" is too long")
 		}
 	}
 	// The runner splits the command the same way; a malformed one never reaches it.
 	if _, err := run.ParseCommand(in.Command); err != nil {
-		return nil, domain.BadRequest("Validation error", err.Error())
+		return domain.BadRequest("Validation error", err.Error())
 	}
 	if in.TaskID != "" && !domain.ValidTaskID(in.TaskID) {
-		return nil, domain.BadRequest("Invalid taskId", "taskId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+		return domain.BadRequest("Invalid taskId", "taskId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
 	}
 	if in.TimeoutSeconds < 0 || in.TimeoutSeconds > maxTimeoutSeconds {
-		return nil, domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be between 1 and %d", maxTimeoutSeconds))
+		return domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be between 1 and %d", maxTimeoutSeconds))
 	}
 	if err := validateFolder(in.Folder); err != nil {
-		return nil, err
+		return err
 	}
 	if in.BaseURL != "" && !validURL(in.BaseURL) {
-		return nil, domain.BadRequest("Validation error", "baseUrl must be an http(s) URL")
+		return domain.BadRequest("Validation error", "baseUrl must be an http(s) URL")
 	}
 	if len(in.EnvVars) > maxEnvVars {
-		return nil, domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
+		return domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
 	}
-	if err := domain.ValidateLabels(in.Labels); err != nil {
-		return nil, err
-	}
+	return domain.ValidateLabels(in.Labels)
+}
+
+// draft is the PENDING run the request describes: the project's settings for what it leaves
+// out (with the project's variables in env), then the server's default image and target URL.
+func (s *Service) draft(ctx context.Context, p *identity.Principal, in QueueInput) (*domain.Execution, run.RunEnv, error) {
 	env := run.RunEnv{Vars: map[string]string{}}
 	e := &domain.Execution{ID: s.newID(), OrganizationID: p.OrgID, TaskID: in.TaskID, Image: strings.TrimSpace(in.Image),
 		Command: in.Command, Environment: in.Environment, BaseURL: in.BaseURL, Folder: in.Folder,
@@ -205,30 +239,36 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 	if in.ProjectID != "" {
 		proj, err := s.store.Projects().Get(ctx, p.OrgID, in.ProjectID)
 		if err != nil {
-			return nil, notFound(err, errProject404)
+			return nil, env, notFound(err, errProject404)
 		}
 		if err := s.applyProject(e, proj, &env); err != nil {
-			return nil, err
+			return nil, env, err
 		}
 	}
 	if in.Environment != "" && !validEnvironment(in.Environment) {
-		return nil, domain.BadRequest("Validation error", "environment must be development, staging or production")
+		return nil, env, domain.BadRequest("Validation error", "environment must be development, staging or production")
 	}
 	if e.Image == "" {
 		e.Image = s.defaultImage
 	}
 	if e.Image == "" {
-		return nil, domain.BadRequest("Missing required fields", "image is required unless projectId names a project with an image")
+		return nil, env, domain.BadRequest("Missing required fields", "image is required unless projectId names a project with an image")
 	}
 	if !domain.ValidImage(e.Image) {
-		return nil, domain.BadRequest("Validation error", "image "+quote(e.Image)+" is not a valid image reference (e.g. registry.example.com/team/suite:1.2)")
+		return nil, env, domain.BadRequest("Validation error", "image "+quote(e.Image)+" is not a valid image reference (e.g. registry.example.com/team/suite:1.2)")
 	}
 	if e.BaseURL == "" {
 		e.BaseURL = s.defaultBaseURL
 	}
-	for k, v := range in.EnvVars {
+	return e, env, nil
+}
+
+// sealVariables checks the request's variables, lays them over the project's in env, and
+// seals them all into the run; only their names stay readable.
+func (s *Service) sealVariables(e *domain.Execution, env run.RunEnv, vars map[string]string) error {
+	for k, v := range vars {
 		if err := validateEnv(k, v); err != nil {
-			return nil, err
+			return err
 		}
 		// A request value that replaces a project secret stays masked like the secret.
 		env.Vars[k] = v
@@ -239,77 +279,92 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 	sort.Strings(e.EnvNames)
 	cipher, err := control.SealEnv(s.box, env)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.EnvCipher = cipher
-	generated := e.TaskID == ""
+	return nil
+}
 
-	err = s.store.InTx(ctx, func(tx store.Store) error {
-		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
-			return err
-		}
-		org, err := tx.Organizations().Get(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if !s.imageAllowed(e.Image, org) {
-			return errImageNotAllowed(e.Image)
-		}
-		// An explicit timeout past the plan's cap is refused; one from the project or the
-		// default is brought within it.
-		limit := int(s.timeoutCap(org.Plan) / time.Second)
-		switch {
-		case in.TimeoutSeconds > limit:
-			return domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be at most %d on the %s plan", limit, org.Plan))
-		case e.TimeoutSeconds == 0:
-			e.TimeoutSeconds = int(s.defaultTimeout(org.Plan) / time.Second)
-		case e.TimeoutSeconds > limit:
-			e.TimeoutSeconds = limit
-		}
-		start, _ := domain.BillingPeriod(org, e.QueuedAt)
-		used, err := tx.Executions().CountSince(ctx, p.OrgID, start)
-		if err != nil {
-			return err
-		}
-		limits := org.Limits()
-		if !domain.Allows(int64(limits.MaxTestRuns), int64(used)) {
-			return domain.Forbidden("Test run limit exceeded",
-				fmt.Sprintf("The %s plan allows %d test runs per billing period", org.Plan, limits.MaxTestRuns)).
-				With("usage", map[string]any{"used": used, "limit": limits.MaxTestRuns, "percentUsed": domain.PercentUsed(int64(used), int64(limits.MaxTestRuns))})
-		}
-		active, err := tx.Executions().CountActive(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if limits.MaxConcurrentRuns != domain.Unlimited && active >= limits.MaxConcurrentRuns {
-			e.QueueReason = fmt.Sprintf("waiting for a free run slot: %d of %d in use", active, limits.MaxConcurrentRuns)
-		} else {
-			e.QueueReason = "waiting for a runner"
-		}
-		for attempt := 0; ; attempt++ {
-			if generated {
-				e.TaskID = newTaskID(s.newID())
-			}
-			err := tx.Executions().Create(ctx, e)
-			if errors.Is(err, store.ErrConflict) {
-				if generated && attempt < 3 {
-					continue
-				}
-				return domain.Conflict("Task ID already in use", "An execution with this taskId exists in your organization")
-			}
-			if err != nil {
-				return err
-			}
-			return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
-				Used: int64(used + 1), Before: int64(used), Limit: int64(limits.MaxTestRuns)})
-		}
-	})
+// admit applies the admission rules to e in tx, with the organization locked, and stores it:
+// the image policy, the plan's timeout cap (requested is the request's own timeout), the
+// plan's maxTestRuns, the queueReason its maxConcurrentRuns gives, then the taskId (made
+// again for a generated one in use), and the usage alert of the run counted.
+func (s *Service) admit(ctx context.Context, tx store.Store, orgID string, e *domain.Execution, requested int, generated bool) error {
+	org, err := tx.Organizations().Get(ctx, orgID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.events.ExecutionUpdated(e)
-	s.wake()
-	return e, nil
+	if !s.imageAllowed(e.Image, org) {
+		return errImageNotAllowed(e.Image)
+	}
+	if err := s.capTimeout(e, requested, org.Plan); err != nil {
+		return err
+	}
+	start, _ := domain.BillingPeriod(org, e.QueuedAt)
+	used, err := tx.Executions().CountSince(ctx, orgID, start)
+	if err != nil {
+		return err
+	}
+	limits := org.Limits()
+	if !domain.Allows(int64(limits.MaxTestRuns), int64(used)) {
+		return domain.Forbidden("Test run limit exceeded",
+			fmt.Sprintf("The %s plan allows %d test runs per billing period", org.Plan, limits.MaxTestRuns)).
+			With("usage", map[string]any{"used": used, "limit": limits.MaxTestRuns, "percentUsed": domain.PercentUsed(int64(used), int64(limits.MaxTestRuns))})
+	}
+	if e.QueueReason, err = queueReason(ctx, tx, orgID, limits); err != nil {
+		return err
+	}
+	if err := s.create(ctx, tx, e, generated); err != nil {
+		return err
+	}
+	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,
+		Used: int64(used + 1), Before: int64(used), Limit: int64(limits.MaxTestRuns)})
+}
+
+// capTimeout brings e's timeout within the plan's cap: an explicit timeout (requested) past it
+// is refused; one from the project or the default is brought within it.
+func (s *Service) capTimeout(e *domain.Execution, requested int, plan domain.Plan) error {
+	limit := int(s.timeoutCap(plan) / time.Second)
+	switch {
+	case requested > limit:
+		return domain.BadRequest("Validation error", fmt.Sprintf("timeoutSeconds must be at most %d on the %s plan", limit, plan))
+	case e.TimeoutSeconds == 0:
+		e.TimeoutSeconds = int(s.defaultTimeout(plan) / time.Second)
+	case e.TimeoutSeconds > limit:
+		e.TimeoutSeconds = limit
+	}
+	return nil
+}
+
+// queueReason says why a new run of the organization waits: a free run slot past its plan's
+// maxConcurrentRuns (which never refuses a run), else a runner.
+func queueReason(ctx context.Context, tx store.Store, orgID string, limits domain.Limits) (string, error) {
+	active, err := tx.Executions().CountActive(ctx, orgID)
+	if err != nil {
+		return "", err
+	}
+	if limits.MaxConcurrentRuns != domain.Unlimited && active >= limits.MaxConcurrentRuns {
+		return fmt.Sprintf("waiting for a free run slot: %d of %d in use", active, limits.MaxConcurrentRuns), nil
+	}
+	return "waiting for a runner", nil
+}
+
+// create stores e; a taskId in use is 409, unless the server made it: then it makes another,
+// up to three times.
+func (s *Service) create(ctx context.Context, tx store.Store, e *domain.Execution, generated bool) error {
+	for attempt := 0; ; attempt++ {
+		if generated {
+			e.TaskID = newTaskID(s.newID())
+		}
+		err := tx.Executions().Create(ctx, e)
+		if errors.Is(err, store.ErrConflict) {
+			if generated && attempt < 3 {
+				continue
+			}
+			return domain.Conflict("Task ID already in use", "An execution with this taskId exists in your organization")
+		}
+		return err
+	}
 }
 
 // newTaskID makes a readable server-side task ID.

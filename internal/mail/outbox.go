@@ -61,8 +61,13 @@ func Backoff(n int) time.Duration {
 type Worker struct {
 	Repo   store.OutboxRepo
 	Sender Sender
-	Clock  domain.Clock // nil: domain.SystemClock
-	Logger *slog.Logger // nil: discard
+	// Deliverers make the outbox's deliveries other than e-mails, by store.Mail.Kind (the
+	// post-run steps' deliveries, control.Deliveries), with the payload the step enqueued. A
+	// failure is retried like a mail's (Backoff, MaxAttempts); a kind no Deliverer makes fails
+	// its attempt.
+	Deliverers map[string]func(ctx context.Context, payload string) error
+	Clock      domain.Clock // nil: domain.SystemClock
+	Logger     *slog.Logger // nil: discard
 
 	// Zero values take the defaults in brackets.
 	PollInterval time.Duration // how often to look for due mails [1s]
@@ -149,9 +154,13 @@ func (w *Worker) release(ctx context.Context, mails []store.Mail) {
 }
 
 func (w *Worker) deliver(ctx context.Context, m store.Mail) {
+	what := "mail"
 	log := w.logger().With("mail_id", m.ID, "recipients", len(m.To))
+	if m.Kind != "" {
+		what, log = "delivery", w.logger().With("mail_id", m.ID, "kind", m.Kind)
+	}
 	sendCtx, cancel := context.WithTimeout(ctx, w.sendTimeout())
-	err := w.Sender.Send(sendCtx, Message{To: m.To, Subject: m.Subject, HTML: m.HTML, Text: m.Text})
+	err := w.send(sendCtx, m)
 	cancel()
 	// Record the outcome even when shutdown began during the send, so a delivered mail is
 	// not sent again.
@@ -164,7 +173,7 @@ func (w *Worker) deliver(ctx context.Context, m store.Mail) {
 			log.Error("mail outbox: sent but not marked sent", "error", err)
 			return
 		}
-		log.Info("mail sent", "attempt", m.Attempts)
+		log.Info(what+" sent", "attempt", m.Attempts)
 		return
 	}
 	if ctx.Err() != nil {
@@ -181,10 +190,22 @@ func (w *Worker) deliver(ctx context.Context, m store.Mail) {
 		return
 	}
 	if giveUp {
-		log.Error("mail given up", "attempt", attempt, "error", errText)
+		log.Error(what+" given up", "attempt", attempt, "error", errText)
 		return
 	}
-	log.Warn("mail send failed; will retry", "attempt", attempt, "next_attempt", next, "error", errText)
+	log.Warn(what+" send failed; will retry", "attempt", attempt, "next_attempt", next, "error", errText)
+}
+
+// send makes one attempt: an e-mail through the Sender, another kind through its Deliverer.
+func (w *Worker) send(ctx context.Context, m store.Mail) error {
+	if m.Kind == "" {
+		return w.Sender.Send(ctx, Message{To: m.To, Subject: m.Subject, HTML: m.HTML, Text: m.Text})
+	}
+	d := w.Deliverers[m.Kind]
+	if d == nil {
+		return fmt.Errorf("no deliverer for %q in this process", m.Kind)
+	}
+	return d(ctx, m.Text)
 }
 
 // redactRecipients replaces the addresses that relays like to echo in rejections

@@ -74,6 +74,9 @@ type Container struct {
 // Backend runs containers. Woodpecker's backend interface is the model: one interface, a real
 // engine behind it, and nothing in the scheduler that knows which.
 type Backend interface {
+	// Name is how the backend is called in settings (VERDICT_BACKEND), messages, the readiness
+	// check and the runners' list: "docker", "kubernetes".
+	Name() string
 	// Ping reports whether the engine answers.
 	Ping(ctx context.Context) error
 	// EnsureImage makes the image available locally, pulling only when absent;
@@ -104,6 +107,15 @@ type Backend interface {
 	// (used by tests-structure). With pull false an image the engine lacks is ErrImageNotFound
 	// and no registry is asked.
 	ListDir(ctx context.Context, image, path string, pull bool) ([]string, error)
+}
+
+// Describe is how messages name where b runs containers: the backend's own words when it has
+// them (Describe() string: the Docker backend's "the Docker engine"), else "the <name> backend".
+func Describe(b Backend) string {
+	if d, ok := b.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return "the " + b.Name() + " backend"
 }
 
 // RunnerSweeper is a Backend that keeps things for a runner besides its run containers (the Docker

@@ -23,6 +23,7 @@ type scriptBackend struct {
 	once     sync.Once
 }
 
+func (b *scriptBackend) Name() string                                      { return "script" }
 func (b *scriptBackend) Ping(context.Context) error                        { return nil }
 func (b *scriptBackend) EnsureImage(context.Context, string) error         { return nil }
 func (b *scriptBackend) Start(context.Context, Spec) (string, error)       { return "c1", nil }

@@ -281,12 +281,12 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 			return *ended
 		}
 		if errors.Is(err, ErrImageNotFound) {
-			return fail("image %q not found on the Docker engine and could not be pulled", w.Image)
+			return fail("image %q not found on %s and could not be pulled", w.Image, Describe(r.Backend))
 		}
 		// The engine's words can tell an open registry port from a closed one: they go to the
 		// log, not to the run.
 		log.Warn("preparing the image failed", "image", w.Image, "err", err)
-		return fail("the Docker engine could not prepare image %q", w.Image)
+		return fail("%s could not prepare image %q", Describe(r.Backend), w.Image)
 	}
 	timeout := time.Duration(w.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
@@ -312,8 +312,9 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 		}
 	}()
 
-	// The container is recorded (for the reaper to remove, should the runner be lost), then its
-	// log followed; the container runs on meanwhile, and the engine keeps its log.
+	// The container is recorded (for the control plane to remove through this runner's backend,
+	// should an in-process runner lose the run; a remote runner removes its own at its next
+	// start), then its log followed; the container runs on meanwhile, and the engine keeps its log.
 	logsDone := make(chan struct{})
 	logCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()

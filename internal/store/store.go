@@ -121,7 +121,12 @@ type AuditRepo interface {
 
 // Mail is one outgoing e-mail in the durable outbox.
 type Mail struct {
-	ID          string
+	ID string
+	// Kind is "" for an e-mail; else the kind of delivery a post-run step enqueued
+	// ("step:<name>"), made by that step, with its payload in Text and no recipients.
+	Kind string
+	// Key, when set, is unique in the outbox: a second Enqueue with it is ErrConflict.
+	Key         string
 	To          []string
 	Subject     string
 	HTML        string
@@ -133,8 +138,9 @@ type Mail struct {
 	CreatedAt   time.Time
 }
 
-// OutboxRepo is the durable mail queue: enqueue in the same transaction as the change that
-// causes the mail; a worker claims due mails with a lease so several replicas send each once.
+// OutboxRepo is the durable mail queue, and the post-run steps' delivery queue (Mail.Kind):
+// enqueue in the same transaction as the change that causes the mail; a worker claims due
+// mails with a lease so several replicas send each once.
 // Bodies carry credentials (invitation links): they are kept encrypted at rest, and dropped
 // once the mail is sent or given up.
 type OutboxRepo interface {
@@ -147,7 +153,8 @@ type OutboxRepo interface {
 	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
 	Get(ctx context.Context, id string) (*Mail, error)
-	// Backlog counts the mails not sent yet and not given up (due or waiting for a retry).
+	// Backlog counts the e-mails (Kind "") not sent yet and not given up (due or waiting for a
+	// retry).
 	Backlog(ctx context.Context) (int, error)
 }
 

@@ -171,6 +171,12 @@ func (b *Backend) Close() error {
 // (Ping negotiates), the client's maximum before.
 func (b *Backend) APIVersion() string { return b.cli.ClientVersion() }
 
+// Name is "docker", as VERDICT_BACKEND names it.
+func (b *Backend) Name() string { return "docker" }
+
+// Describe names the engine in messages as the API has always worded them.
+func (b *Backend) Describe() string { return "the Docker engine" }
+
 // Ping checks that the engine answers and negotiates the API version.
 func (b *Backend) Ping(ctx context.Context) error {
 	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {

@@ -292,8 +292,9 @@ func (b *Backend) sweepSandboxes(ctx context.Context, runner string) {
 var _ run.RunnerSweeper = (*Backend)(nil)
 
 // SweepRunner removes the sandboxes of runner id on the engine that this Backend does not hold:
-// those of a lost runner (the reaper calls it), or of an earlier life of this one. A run still in
-// one keeps its network, and a runner still alive replaces a sandbox it finds gone.
+// those of the reaper's own process's runner that lost a run (the reaper calls it), or of an
+// earlier life of this one. A run still in one keeps its network, and a runner still alive
+// replaces a sandbox it finds gone.
 func (b *Backend) SweepRunner(ctx context.Context, id string) error {
 	found, err := b.List(ctx, map[string]string{LabelSandbox: "true", run.LabelRunner: id})
 	if err != nil {

@@ -24,40 +24,56 @@ func Resources(e config.Engine) run.Resources {
 	return run.Resources{MemoryBytes: int64(e.RunMemoryMB) << 20, NanoCPUs: int64(e.RunCPUs * 1e9), PidsLimit: int64(e.RunPids)}
 }
 
-// Open connects the backend e names. A Docker engine or cluster that does not answer yet is not
-// an error: Ping tells, and runs wait in the queue meanwhile.
-func Open(e config.Engine, log *slog.Logger) (run.Backend, error) {
-	switch e.Backend {
-	case "kubernetes":
-		b, err := kubernetes.New(e.Kubeconfig, kubernetes.Options{Namespace: e.K8sNamespace,
-			HelperImage: e.K8sHelperImage, PullPolicy: corev1.PullPolicy(e.K8sPullPolicy),
-			StartTimeout: e.K8sStartTimeout, DefaultResources: Resources(e), DiskLimitBytes: int64(e.RunDiskMB) << 20,
-			BlockedNets: e.BlockedNets, Log: log})
-		if err != nil {
-			return nil, fmt.Errorf("kubernetes: %w", err)
-		}
-		return b, nil
-	case "docker", "":
-		blocked := e.BlockedNets
-		if blocked == nil {
-			blocked = []netip.Prefix{} // none; nil would be the backend's default
-		}
-		b, err := docker.New(e.DockerHost, docker.Options{DefaultResources: Resources(e), Network: e.RunNetwork,
-			BlockedNets: blocked, DiskLimitBytes: int64(e.RunDiskMB) << 20, Log: log})
-		if err != nil {
-			return nil, fmt.Errorf("docker: %w", err)
-		}
-		return b, nil
-	}
-	return nil, fmt.Errorf("unknown backend %q", e.Backend)
+// opener opens a backend from the engine settings.
+type opener func(e config.Engine, log *slog.Logger) (run.Backend, error)
+
+// backends are the run backends VERDICT_BACKEND may name, each with its constructor: a new
+// backend is one line here (and its name in config's check of VERDICT_BACKEND).
+var backends = map[string]opener{
+	"docker":     openDocker,
+	"kubernetes": openKubernetes,
 }
 
-// Name is how the backend is called in messages and in the runners' list.
-func Name(b run.Backend) string {
-	if _, ok := b.(*kubernetes.Backend); ok {
-		return "kubernetes"
+// Open connects the backend e names ("": docker). A Docker engine or cluster that does not
+// answer yet is not an error: Ping tells, and runs wait in the queue meanwhile.
+func Open(e config.Engine, log *slog.Logger) (run.Backend, error) {
+	name := e.Backend
+	if name == "" {
+		name = "docker"
 	}
-	return "docker"
+	open, ok := backends[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q", e.Backend)
+	}
+	b, err := open(e, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return b, nil
+}
+
+func openDocker(e config.Engine, log *slog.Logger) (run.Backend, error) {
+	blocked := e.BlockedNets
+	if blocked == nil {
+		blocked = []netip.Prefix{} // none; nil would be the backend's default
+	}
+	b, err := docker.New(e.DockerHost, docker.Options{DefaultResources: Resources(e), Network: e.RunNetwork,
+		BlockedNets: blocked, DiskLimitBytes: int64(e.RunDiskMB) << 20, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func openKubernetes(e config.Engine, log *slog.Logger) (run.Backend, error) {
+	b, err := kubernetes.New(e.Kubeconfig, kubernetes.Options{Namespace: e.K8sNamespace,
+		HelperImage: e.K8sHelperImage, PullPolicy: corev1.PullPolicy(e.K8sPullPolicy),
+		StartTimeout: e.K8sStartTimeout, DefaultResources: Resources(e), DiskLimitBytes: int64(e.RunDiskMB) << 20,
+		BlockedNets: e.BlockedNets, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Prepare readies what runs need before the first starts: Docker's run network, Kubernetes'
@@ -77,7 +93,9 @@ func Close(b run.Backend) {
 }
 
 // RemoveLeftovers removes the containers (Jobs) an earlier life of runner id left: it holds no
-// run yet, and the server's reaper ends those runs once their leases lapse.
+// run yet. The server's reaper ends those runs once their leases lapse, but touches nothing on
+// this runner's backend: cleaning it is the runner's own work (Docker's backend sweeps that
+// life's network sandboxes itself before the first run's).
 func RemoveLeftovers(ctx context.Context, b run.Backend, id string, log *slog.Logger) {
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -111,6 +111,9 @@ func NewForConfig(cfg *rest.Config, o Options) (*Backend, error) {
 	return &Backend{cs: cs, rest: cfg, o: o}, nil
 }
 
+// Name is "kubernetes", as VERDICT_BACKEND names it.
+func (b *Backend) Name() string { return "kubernetes" }
+
 // Ping reports whether the API server answers and lets Verdict list Jobs in its namespace.
 func (b *Backend) Ping(ctx context.Context) error {
 	_, err := b.cs.BatchV1().Jobs(b.o.Namespace).List(ctx, metav1.ListOptions{Limit: 1})

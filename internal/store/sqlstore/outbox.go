@@ -24,8 +24,8 @@ func (s *Store) SealOutbox(box *secretbox.Box) { s.mailBox = box }
 
 var errNoMailKey = errors.New("sqlstore: the mail outbox has no key to seal bodies with (SealOutbox)")
 
-const mailColumns = `id, recipients, subject, body_html, body_text, sealed, attempts, next_attempt, sent_at,
-	last_error, created_at`
+const mailColumns = `id, kind, dedupe_key, recipients, subject, body_html, body_text, sealed, attempts,
+	next_attempt, sent_at, last_error, created_at`
 
 // mailRow is a mail as stored: HTML and Text are secretbox values when sealed is set. Rows
 // queued before bodies were sealed are not.
@@ -39,13 +39,15 @@ func scanMail(r scanner) (*mailRow, error) {
 	var recipients string
 	var next, created int64
 	var sent sql.NullInt64
-	if err := r.Scan(&m.ID, &recipients, &m.Subject, &m.HTML, &m.Text, &m.sealed, &m.Attempts, &next, &sent,
+	var key sql.NullString
+	if err := r.Scan(&m.ID, &m.Kind, &key, &recipients, &m.Subject, &m.HTML, &m.Text, &m.sealed, &m.Attempts, &next, &sent,
 		&m.LastError, &created); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(recipients), &m.To); err != nil {
 		return nil, err
 	}
+	m.Key = key.String
 	m.NextAttempt = fromMillis(next)
 	m.SentAt = timePtr(sent)
 	m.CreatedAt = fromMillis(created)
@@ -92,8 +94,12 @@ func (r outboxRepo) Enqueue(ctx context.Context, m *store.Mail) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO mail_outbox (`+mailColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, string(to), m.Subject, html, text, true, m.Attempts, millis(m.NextAttempt), nullMillis(m.SentAt),
+	var key sql.NullString
+	if m.Key != "" {
+		key = sql.NullString{String: m.Key, Valid: true}
+	}
+	_, err = r.s.exec(ctx, `INSERT INTO mail_outbox (`+mailColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.Kind, key, string(to), m.Subject, html, text, true, m.Attempts, millis(m.NextAttempt), nullMillis(m.SentAt),
 		m.LastError, millis(m.CreatedAt))
 	return err
 }
@@ -166,5 +172,5 @@ func (r outboxRepo) Get(ctx context.Context, id string) (*store.Mail, error) {
 }
 
 func (r outboxRepo) Backlog(ctx context.Context) (int, error) {
-	return r.s.count(ctx, `SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND NOT given_up`)
+	return r.s.count(ctx, `SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND NOT given_up AND kind = ''`)
 }

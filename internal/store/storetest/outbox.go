@@ -44,6 +44,27 @@ func testOutbox(t *testing.T, open Opener) {
 			store.ErrNotFound)
 	})
 
+	t.Run("Deliveries", func(t *testing.T) {
+		f := setup(t, open)
+		mail := f.mail(base)
+		d := &store.Mail{ID: domain.NewID(), Kind: "step:chat", Key: "step:chat:run-1", To: []string{}, Text: `{"run":"run-1"}`,
+			NextAttempt: base, CreatedAt: base.Add(time.Hour)}
+		must(t, f.s.Outbox().Enqueue(f.ctx, d))
+		equal(t, "Get", f.getMail(d.ID), d)
+		again := *d
+		again.ID = domain.NewID()
+		wantErr(t, "a second delivery with the key", f.s.Outbox().Enqueue(f.ctx, &again), store.ErrConflict)
+		other := &store.Mail{ID: domain.NewID(), Kind: "step:chat", Key: "step:chat:run-2", To: []string{}, Text: "{}",
+			NextAttempt: base, CreatedAt: base.Add(2 * time.Hour)}
+		must(t, f.s.Outbox().Enqueue(f.ctx, other))
+		n, err := f.s.Outbox().Backlog(f.ctx)
+		must(t, err)
+		equal(t, "backlog: e-mails only", n, 1)
+		got, err := f.s.Outbox().Claim(f.ctx, base, base.Add(time.Minute), 10)
+		must(t, err)
+		equal(t, "claimed: every kind", ids(got, mailID), []string{mail.ID, d.ID, other.ID})
+	})
+
 	t.Run("ClaimEarliestDueUpToN", func(t *testing.T) {
 		f := setup(t, open)
 		a, b, c := f.mail(base.Add(-time.Minute)), f.mail(base.Add(-2*time.Minute)), f.mail(base)

@@ -161,12 +161,11 @@ and these VERDICT_K8S_* settings, a service account token, and the Role in the r
 {{- if and .Values.runner.enabled (eq .Values.runner.backend "kubernetes") }}true{{ end }}
 {{- end }}
 
-{{/* The server's backend: config.backend with the embedded runner; else kubernetes when the
-runners use Kubernetes (the lease reaper then deletes a lost runner's Job at once); else docker. */}}
+{{/* The server's backend: config.backend with the embedded runner; else docker, which the
+server does not open (VERDICT_RUNNER=none opens no backend: the runners clean up their own). */}}
 {{- define "verdict.serverBackend" -}}
 {{- if eq .Values.config.runner "embedded" }}
 {{- .Values.config.backend }}
-{{- else if eq .Values.runner.backend "kubernetes" }}kubernetes
 {{- else }}docker
 {{- end }}
 {{- end }}

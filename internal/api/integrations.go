@@ -34,8 +34,8 @@ func mondayIntegrationView(s *integrations.MondaySettings) MondayIntegration {
 	return MondayIntegration{Enabled: s.Enabled, Configured: s.Configured, BoardID: nullable(s.BoardID), GroupID: nullable(s.GroupID)}
 }
 
-func (s *Server) integrationsOn(w http.ResponseWriter) bool {
-	if s.integrations == nil {
+func (s *Server) trackersOn(w http.ResponseWriter) bool {
+	if s.trackers == nil {
 		writeDomainError(w, errIntegrationsOff)
 		return false
 	}
@@ -44,10 +44,10 @@ func (s *Server) integrationsOn(w http.ResponseWriter) bool {
 
 // getLinear: GET /api/integrations/linear.
 func (s *Server) getLinear(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
-	st, err := s.integrations.Linear(r.Context(), principalFrom(r))
+	st, err := s.trackers.Linear(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch integration")
 		return
@@ -57,7 +57,7 @@ func (s *Server) getLinear(w http.ResponseWriter, r *http.Request) {
 
 // putLinear: PUT /api/integrations/linear {apiKey?, teamId, enabled?}.
 func (s *Server) putLinear(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
 	var in struct {
@@ -75,7 +75,7 @@ func (s *Server) putLinear(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, domain.BadRequest("Missing required fields", "teamId is required"))
 		return
 	}
-	st, err := s.integrations.SaveLinear(r.Context(), principalFrom(r),
+	st, err := s.trackers.SaveLinear(r.Context(), principalFrom(r),
 		integrations.LinearInput{APIKey: in.APIKey, TeamID: *in.TeamID, Enabled: in.Enabled})
 	if err != nil {
 		s.fail(w, r, err, "Failed to save integration")
@@ -86,10 +86,10 @@ func (s *Server) putLinear(w http.ResponseWriter, r *http.Request) {
 
 // getMonday: GET /api/integrations/monday.
 func (s *Server) getMonday(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
-	st, err := s.integrations.Monday(r.Context(), principalFrom(r))
+	st, err := s.trackers.Monday(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch integration")
 		return
@@ -99,7 +99,7 @@ func (s *Server) getMonday(w http.ResponseWriter, r *http.Request) {
 
 // putMonday: PUT /api/integrations/monday {apiKey?, boardId, groupId?, enabled?}.
 func (s *Server) putMonday(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
 	var in struct {
@@ -116,7 +116,7 @@ func (s *Server) putMonday(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, domain.BadRequest("Missing required fields", "boardId is required"))
 		return
 	}
-	st, err := s.integrations.SaveMonday(r.Context(), principalFrom(r),
+	st, err := s.trackers.SaveMonday(r.Context(), principalFrom(r),
 		integrations.MondayInput{APIKey: in.APIKey, BoardID: *in.BoardID, GroupID: in.GroupID, Enabled: in.Enabled})
 	if err != nil {
 		s.fail(w, r, err, "Failed to save integration")
@@ -128,11 +128,11 @@ func (s *Server) putMonday(w http.ResponseWriter, r *http.Request) {
 // deleteIntegration: DELETE /api/integrations/{provider} removes the stored credentials; 200
 // whether or not there were any (removed says which).
 func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
 	provider := r.PathValue("provider")
-	removed, err := s.integrations.Remove(r.Context(), principalFrom(r), provider)
+	removed, err := s.trackers.Remove(r.Context(), principalFrom(r), provider)
 	if err != nil {
 		s.fail(w, r, err, "Failed to remove integration")
 		return
@@ -153,7 +153,7 @@ type ticketBody struct {
 
 // createLinearIssue: POST /api/linear/issues {taskId, title?, description?}.
 func (s *Server) createLinearIssue(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
 	var in ticketBody
@@ -161,7 +161,7 @@ func (s *Server) createLinearIssue(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	c, err := s.integrations.CreateLinearIssue(r.Context(), principalFrom(r),
+	c, err := s.trackers.CreateLinearIssue(r.Context(), principalFrom(r),
 		integrations.TicketInput{TaskID: in.TaskID, Title: in.Title, Description: in.Description})
 	if err != nil {
 		s.fail(w, r, err, "Failed to create issue")
@@ -172,7 +172,7 @@ func (s *Server) createLinearIssue(w http.ResponseWriter, r *http.Request) {
 
 // createMondayItem: POST /api/monday/items {taskId, title?, description?}.
 func (s *Server) createMondayItem(w http.ResponseWriter, r *http.Request) {
-	if !s.integrationsOn(w) {
+	if !s.trackersOn(w) {
 		return
 	}
 	var in ticketBody
@@ -180,7 +180,7 @@ func (s *Server) createMondayItem(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	c, err := s.integrations.CreateMondayItem(r.Context(), principalFrom(r),
+	c, err := s.trackers.CreateMondayItem(r.Context(), principalFrom(r),
 		integrations.TicketInput{TaskID: in.TaskID, Title: in.Title, Description: in.Description})
 	if err != nil {
 		s.fail(w, r, err, "Failed to create item")

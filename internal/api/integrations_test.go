@@ -12,12 +12,13 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 )
 
 // stubIntegrations stands in for the trackers' service; a method a test does not set panics.
 type stubIntegrations struct {
-	Integrations
+	ports.Trackers
 	linear     *integrations.LinearSettings
 	saveLinear func(p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
 	monday     *integrations.MondaySettings
@@ -50,8 +51,8 @@ func (s stubIntegrations) CreateMondayItem(_ context.Context, p *identity.Princi
 	return s.item(p, in)
 }
 
-func newIntegrationsServer(in Integrations) *Server {
-	return New(Deps{Identity: stubIdentity{}, Integrations: in, JWT: testTokens{},
+func newIntegrationsServer(in ports.Trackers) *Server {
+	return New(Deps{Identity: stubIdentity{}, Trackers: in, JWT: testTokens{},
 		Limiter: ratelimit.NewMemoryLimiter(domain.SystemClock), PublicURL: testPublicURL,
 		Log: slog.New(slog.DiscardHandler), Clock: func() time.Time { return testNow }})
 }

@@ -18,6 +18,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/ports"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )
@@ -40,7 +41,7 @@ func (r roleIDs) AuthenticateClaims(ctx context.Context, userID, orgID string) (
 var errViewer = domain.Forbidden("Forbidden", "Viewers cannot change test cases")
 
 type fakeCases struct {
-	TestCases
+	ports.TestCases
 	created []testcases.Input
 	imports [][]byte
 	updated []testcases.Input
@@ -104,7 +105,7 @@ func (f *fakeCases) Import(_ context.Context, p *identity.Principal, projectID s
 }
 
 type fakePlanner struct {
-	Planner
+	ports.Planner
 	generated []planning.GenerateInput
 	deleted   []string
 }
@@ -144,7 +145,7 @@ func (f *fakePlanner) Delete(_ context.Context, p *identity.Principal, id string
 }
 
 type fakeTrackers struct {
-	Trackers
+	ports.Trackers
 	linear  integrations.LinearSettings
 	saved   []integrations.LinearInput
 	tickets []integrations.TicketInput

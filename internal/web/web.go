@@ -25,17 +25,10 @@ import (
 	"net/http"
 	"strings"
 
-	"verdict/internal/ai/analyst"
-	"verdict/internal/ai/planning"
-	"verdict/internal/auth"
-	"verdict/internal/billing"
 	"verdict/internal/domain"
-	"verdict/internal/executions"
 	"verdict/internal/identity"
-	"verdict/internal/integrations"
 	"verdict/internal/outage"
-	"verdict/internal/store"
-	"verdict/internal/testcases"
+	"verdict/internal/ports"
 )
 
 //go:embed templates/*.html
@@ -57,133 +50,26 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 )
 
-// The services the pages call, as the pages need them (internal/app passes the real ones). As
+// The services the pages call are declared once for both front doors, in internal/ports. As
 // with the API, every method a signed-in page reaches takes the principal, and the service
 // decides what it may do.
-
-// Identity is the identity service: authentication, signup and login, the organization and
-// its usage, invitations.
-type Identity interface {
-	AuthenticateClaims(ctx context.Context, userID, orgID string) (*identity.Principal, error)
-	Signup(ctx context.Context, in identity.SignupInput) (*identity.Session, error)
-	Login(ctx context.Context, email, password string) (*identity.Session, error)
-	Me(ctx context.Context, p *identity.Principal) (*domain.User, *domain.Organization, int, error)
-	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
-	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
-	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
-	// Members and invitations (/members).
-	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
-	ChangeRole(ctx context.Context, p *identity.Principal, id string, role domain.Role) (*domain.User, error)
-	SetStatus(ctx context.Context, p *identity.Principal, id string, status domain.UserStatus) (*domain.User, error)
-	DeleteUser(ctx context.Context, p *identity.Principal, id string) error
-	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
-	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
-	RevokeInvitation(ctx context.Context, p *identity.Principal, id string) error
-	// The caller's API keys (/settings/api-keys).
-	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
-	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
-	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
-	// RevokeSession ends the session p came with (signing out).
-	RevokeSession(ctx context.Context, p *identity.Principal) error
-	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
-}
-
-// Billing is the billing service: checkout, the customer portal and the payment history.
-type Billing interface {
-	Configured() bool
-	StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
-	OpenPortal(ctx context.Context, p *identity.Principal) (string, error)
-	Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error)
-}
-
-// Analyst is the failure analyst's model settings (the organization's default model and own
-// provider keys).
-type Analyst interface {
-	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
-	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
-	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
-	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
-}
-
-// Executions is the executions service: runs, their logs, and projects.
-type Executions interface {
-	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
-	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	// GetListed is Get without the run's tests, analysis and tickets, which it does not read.
-	GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
-	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
-	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)
-	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
-	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
-	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
-	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
-	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	Delete(ctx context.Context, p *identity.Principal, taskID string) error
-	// Overview is the organization's run health (/overview).
-	Overview(ctx context.Context, p *identity.Principal) (*executions.Overview, error)
-}
-
-// TestCases is the manual test cases service (/test-cases): a project's test cases and their
-// CSV import.
-type TestCases interface {
-	Create(ctx context.Context, p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
-	Get(ctx context.Context, p *identity.Principal, id string) (*domain.TestCase, error)
-	List(ctx context.Context, p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
-	Update(ctx context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error)
-	Delete(ctx context.Context, p *identity.Principal, id string) error
-	Import(ctx context.Context, p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
-}
-
-// Planner is the automation planner's service (/planner): plans generated, saved, listed,
-// opened and deleted.
-type Planner interface {
-	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
-	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
-	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
-	Delete(ctx context.Context, p *identity.Principal, planID string) error
-}
-
-// Trackers is the tracker integrations' service (/settings/integrations, and the ticket
-// buttons of a run's page).
-type Trackers interface {
-	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
-	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
-	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
-	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
-	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
-	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-}
-
-// The real services satisfy the interfaces.
-var (
-	_ TestCases = (*testcases.Service)(nil)
-	_ Planner   = (*planning.Service)(nil)
-	_ Trackers  = (*integrations.Service)(nil)
-)
-
-// TokenVerifier checks a session JWT (the API's bearer token).
-type TokenVerifier interface {
-	Verify(token string) (auth.Claims, error)
-}
 
 // Deps are what the pages call and their settings. Identity, Executions, JWT and CSRFKey are
 // required; New fills in Log and Clock.
 type Deps struct {
-	Identity   Identity
-	Executions Executions
-	JWT        TokenVerifier
+	Identity   ports.Identity
+	Executions ports.Executions
+	JWT        ports.TokenVerifier
 	// Billing serves the billing page's actions; nil: plan and usage only.
-	Billing Billing
+	Billing ports.Billing
 	// Analyst serves the model settings on /settings; nil: not shown.
-	Analyst Analyst
+	Analyst ports.Analyst
 	// TestCases serves /test-cases and the planner's choice of cases; nil: not available.
-	TestCases TestCases
+	TestCases ports.TestCases
 	// Planner serves /planner; nil: not available.
-	Planner Planner
+	Planner ports.Planner
 	// Trackers serves /settings/integrations and a run's ticket buttons; nil: not available.
-	Trackers Trackers
+	Trackers ports.Trackers
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -211,14 +97,14 @@ type Deps struct {
 // Server serves the dashboard.
 type Server struct {
 	outage     *outage.Reporter
-	identity   Identity
-	executions Executions
-	billing    Billing
-	analyst    Analyst
-	testCases  TestCases
-	planner    Planner
-	trackers   Trackers
-	jwt        TokenVerifier
+	identity   ports.Identity
+	executions ports.Executions
+	billing    ports.Billing
+	analyst    ports.Analyst
+	testCases  ports.TestCases
+	planner    ports.Planner
+	trackers   ports.Trackers
+	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string

@@ -154,9 +154,9 @@ func finishedRun() domain.Execution {
 		ReportDirs: []string{"playwright-report", "junit"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: 2048,
 		// Tickets show on the full view only.
 		Tickets: []domain.Ticket{
-			{ID: "t1", Provider: domain.ProviderLinear, ExternalID: "9f0e0001-0000-4000-8000-000000000000", Identifier: "ENG-7",
+			{ID: "t1", Provider: "linear", ExternalID: "9f0e0001-0000-4000-8000-000000000000", Identifier: "ENG-7",
 				URL: "https://linear.app/acme/issue/eng-7", Title: "Checkout fails", CreatedBy: "dev-1", CreatedAt: testNow.Add(-10 * time.Second)},
-			{ID: "t2", Provider: domain.ProviderMonday, ExternalID: "9000000001", URL: "https://acme.monday.com/boards/1/pulses/9000000001",
+			{ID: "t2", Provider: "monday", ExternalID: "9000000001", URL: "https://acme.monday.com/boards/1/pulses/9000000001",
 				Title: "Checkout fails", CreatedBy: "admin-1", CreatedAt: testNow.Add(-5 * time.Second)}}}
 }
 

@@ -257,13 +257,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
 
-	s.handle("GET /api/integrations/linear", routeOpts{access: bearerOrKey, limit: "api"}, s.getLinear)
-	s.handle("PUT /api/integrations/linear", routeOpts{access: bearer, limit: "strict"}, s.putLinear)
-	s.handle("GET /api/integrations/monday", routeOpts{access: bearerOrKey, limit: "api"}, s.getMonday)
-	s.handle("PUT /api/integrations/monday", routeOpts{access: bearer, limit: "strict"}, s.putMonday)
-	s.handle("DELETE /api/integrations/{provider}", routeOpts{access: bearer, limit: "strict"}, s.deleteIntegration)
-	s.handle("POST /api/linear/issues", routeOpts{access: bearerOrKey, limit: "api"}, s.createLinearIssue)
-	s.handle("POST /api/monday/items", routeOpts{access: bearerOrKey, limit: "api"}, s.createMondayItem)
+	s.trackerRoutes()
 
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)

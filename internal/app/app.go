@@ -310,9 +310,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 		return events.views.ReportURL(e)
 	}
-	trackers := integrations.New(integrations.Deps{Store: st, Box: trackerBox, LinearURL: cfg.LinearAPIURL,
-		MondayURL: cfg.MondayAPIURL, MondayAPIVersion: cfg.MondayAPIVersion, ReportURL: reportURL, Events: events,
-		Clock: clock, Log: log})
+	trackers := integrations.New(integrations.Deps{Store: st, Box: trackerBox, Endpoints: map[string]integrations.Endpoint{
+		"linear": {URL: cfg.LinearAPIURL}, "monday": {URL: cfg.MondayAPIURL, Version: cfg.MondayAPIVersion}},
+		ReportURL: reportURL, Events: events, Clock: clock, Log: log})
 
 	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
 	// revoked session's on this replica, as each replica learns of it from the database.

@@ -131,16 +131,14 @@ type Planner interface {
 	FilterOptions(ctx context.Context, p *identity.Principal, projectID string) (*store.TestCaseOptions, error)
 }
 
-// Trackers is the tracker integrations' service: the organization's Linear and Monday.com
-// settings, unlinking any integration provider, and tickets created from runs.
+// Trackers is the tracker integrations' service: the organization's settings of each
+// registered tracker (integrations.Trackers), unlinking any integration provider, and tickets
+// created from runs. provider names the tracker ("linear").
 type Trackers interface {
-	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
-	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
-	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
-	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
+	Settings(ctx context.Context, p *identity.Principal, provider string) (*integrations.Settings, error)
+	Save(ctx context.Context, p *identity.Principal, provider string, in integrations.Input) (*integrations.Settings, error)
 	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
-	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+	CreateTicket(ctx context.Context, p *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error)
 }
 
 // The real services satisfy the interfaces.

@@ -33,8 +33,7 @@ func (s *Server) toolRoutes() {
 	s.mux.HandleFunc("GET /planner/{id}", s.signedIn(s.planPage))
 	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
 	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
-	s.mux.HandleFunc("POST /settings/integrations/linear", s.signedIn(s.csrf(s.takes("strict", s.saveLinear))))
-	s.mux.HandleFunc("POST /settings/integrations/monday", s.signedIn(s.csrf(s.takes("strict", s.saveMonday))))
+	s.mux.HandleFunc("POST /settings/integrations/{provider}", s.knownTracker(s.signedIn(s.csrf(s.takes("strict", s.saveTracker)))))
 	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
 	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
 }

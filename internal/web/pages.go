@@ -15,6 +15,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/integrations"
 	"verdict/internal/store"
 )
 
@@ -31,6 +32,9 @@ func parsePages() map[string]*template.Template {
 		"lower":    func(s domain.ExecStatus) string { return strings.ToLower(string(s)) },
 		"percent":  func(f float64) string { return strconv.Itoa(int(f*100+0.5)) + "%" },
 		"log":      renderLog,
+		// The registered trackers, and a tracker's name by its provider.
+		"trackers":    integrations.Trackers,
+		"trackerName": trackerName,
 		"caseFields": func(c caseForm, p []domain.Priority) caseFieldsData {
 			return caseFieldsData{Case: c, Priorities: p}
 		},

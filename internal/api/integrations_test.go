@@ -122,7 +122,7 @@ func TestTicketHandlers(t *testing.T) {
 			}
 			asked = append(asked, in)
 			if in.TaskID == "slow" {
-				return nil, domain.NewError(504, "Tracker timeout", "Linear did not answer within 15s")
+				return nil, domain.UpstreamTimeout("Tracker timeout", "Linear did not answer within 15s")
 			}
 			return &integrations.Created{Ticket: domain.Ticket{Provider: "linear", ExternalID: "uuid-1", Identifier: "ENG-1",
 				URL: "https://linear.app/acme/issue/eng-1", Title: "Run failed", CreatedBy: p.UserID, CreatedAt: created}}, nil

@@ -143,19 +143,19 @@ func (s *Service) upstreamError(t tracker.Spec, err error, suffix string) error 
 	name, provider := t.Name, t.Provider
 	switch {
 	case errors.Is(ge.Kind, gqlclient.ErrTimeout):
-		return domain.NewError(http.StatusGatewayTimeout, "Tracker timeout",
+		return domain.UpstreamTimeout("Tracker timeout",
 			fmt.Sprintf("%s did not answer within %s%s", name, s.timeout, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrKeyRefused):
-		return domain.NewError(http.StatusBadGateway, "Tracker error",
+		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s refused the stored API key (%s): an admin saves a new one with PUT /api/integrations/%s%s",
 				name, orDefault(ge.Message, "not authenticated"), provider, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrUnreachable):
-		return domain.NewError(http.StatusBadGateway, "Tracker error", fmt.Sprintf("%s could not be reached: %s%s", name, ge.Message, suffix))
+		return domain.Upstream("Tracker error", fmt.Sprintf("%s could not be reached: %s%s", name, ge.Message, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrMalformed):
-		return domain.NewError(http.StatusBadGateway, "Tracker error",
+		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s's answer could not be read: %s%s", name, ge.Message, suffix))
 	default:
-		return domain.NewError(http.StatusBadGateway, "Tracker error", fmt.Sprintf("%s: %s%s", name, ge.Message, suffix))
+		return domain.Upstream("Tracker error", fmt.Sprintf("%s: %s%s", name, ge.Message, suffix))
 	}
 }
 

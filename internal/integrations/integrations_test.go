@@ -18,6 +18,7 @@ import (
 
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/httpkind"
 	"verdict/internal/identity"
 	"verdict/internal/integrations/trackertest"
 	"verdict/internal/store"
@@ -162,7 +163,7 @@ func sameSettings(got *Settings, want Settings) bool {
 func wantError(t *testing.T, what string, err error, status int, code string) *domain.Error {
 	t.Helper()
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Status != status || de.Code != code {
+	if !errors.As(err, &de) || httpkind.Status(de.Kind) != status || de.Code != code {
 		t.Fatalf("%s: got %v, want %d %s", what, err, status, code)
 	}
 	if strings.Contains(de.Error(), "TOPSECRET") {

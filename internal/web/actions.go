@@ -59,7 +59,7 @@ func (s *Server) done(w http.ResponseWriter, r *http.Request, path, text string)
 // validation error, a run already finished) goes back to path with the service's words.
 func (s *Server) refused(w http.ResponseWriter, r *http.Request, path string, err error) {
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Status == http.StatusForbidden || de.Status == http.StatusNotFound {
+	if !errors.As(err, &de) || de.Kind == domain.KindForbidden || de.Kind == domain.KindNotFound {
 		s.fail(w, r, err)
 		return
 	}

@@ -328,7 +328,7 @@ func (s *Server) updateTestCase(w http.ResponseWriter, r *http.Request) {
 	c, err := s.testCases.Update(r.Context(), st.p, id, in)
 	if err != nil {
 		var de *domain.Error
-		if errors.As(err, &de) && de.Status == http.StatusNotFound {
+		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
 			s.fail(w, r, err)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"verdict/internal/domain"
+	"verdict/internal/httpkind"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/store"
@@ -100,17 +101,21 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, h
 	s.render(w, r, status, "error", heading, errorData{Heading: heading, Message: message, Status: status})
 }
 
+// statusOf is the status that answers e: the one place the dashboard turns an error's kind into
+// an HTTP status (httpkind's table, the API's too).
+func statusOf(e *domain.Error) int { return httpkind.Status(e.Kind) }
+
 // fail shows a service's error as a page: a domain error with its status and texts, anything
 // else as a logged 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var de *domain.Error
 	if errors.As(err, &de) {
-		s.errorPage(w, r, de.Status, de.Code, de.Message)
+		s.errorPage(w, r, statusOf(de), de.Code, de.Message)
 		return
 	}
 	if de, away := s.outage.Refusal(err); away {
 		w.Header().Set("Retry-After", strconv.Itoa(de.Fields["retryAfter"].(int)))
-		s.errorPage(w, r, de.Status, de.Code, de.Message)
+		s.errorPage(w, r, statusOf(de), de.Code, de.Message)
 		return
 	}
 	s.log.Error("serving a page", "path", r.URL.Path, "err", err)
@@ -124,7 +129,7 @@ func (s *Server) plainRefusal(w http.ResponseWriter, err error) bool {
 	de, away := s.outage.Refusal(err)
 	if away {
 		w.Header().Set("Retry-After", strconv.Itoa(de.Fields["retryAfter"].(int)))
-		http.Error(w, de.Message, de.Status)
+		http.Error(w, de.Message, statusOf(de))
 	}
 	return away
 }
@@ -145,7 +150,7 @@ func (s *Server) formErrorOf(r *http.Request, err error) *formError {
 		s.log.Error("serving a form", "path", r.URL.Path, "err", err)
 		return &formError{Status: http.StatusInternalServerError, Title: "Something went wrong", Message: "An internal error occurred; it has been logged."}
 	}
-	fe := &formError{Status: de.Status, Title: de.Code, Message: de.Message}
+	fe := &formError{Status: statusOf(de), Title: de.Code, Message: de.Message}
 	if secs, ok := de.Fields["retryAfter"].(int); ok && secs > 0 {
 		fe.Message += fmt.Sprintf(" (wait %s).", formatDuration(int64(secs)*1000))
 	} else if n, ok := de.Fields["attemptsRemaining"].(int); ok {
@@ -193,7 +198,7 @@ func (s *Server) takes(bucket string, h http.HandlerFunc) http.HandlerFunc {
 		}
 		s.setFlash(w, flash{Error: true, Text: de.Code + ": " + de.Message})
 		w.Header().Set("HX-Redirect", back)
-		w.WriteHeader(de.Status)
+		w.WriteHeader(statusOf(de))
 	}
 }
 
@@ -512,7 +517,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
 	if err != nil {
 		var de *domain.Error
-		if errors.As(err, &de) && de.Status == http.StatusNotFound {
+		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
 			s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
 			return
 		}
@@ -574,7 +579,7 @@ func (s *Server) runLog(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var de *domain.Error
 		if errors.As(err, &de) {
-			http.Error(w, de.Message, de.Status)
+			http.Error(w, de.Message, statusOf(de))
 			return
 		}
 		if s.plainRefusal(w, err) {

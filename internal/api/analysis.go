@@ -14,11 +14,11 @@ var errAnalysisOff = domain.Unavailable("Analysis not configured", "Failure anal
 // reanalyse: POST /api/executions/{taskId}/analysis analyses a FAILED or UNSTABLE run again;
 // the result arrives as execution-updated.
 func (s *Server) reanalyse(w http.ResponseWriter, r *http.Request) {
-	if s.analysis == nil {
+	if s.analyst == nil {
 		writeDomainError(w, errAnalysisOff)
 		return
 	}
-	if err := s.analysis.Reanalyse(r.Context(), principalFrom(r), r.PathValue("taskId")); err != nil {
+	if err := s.analyst.Reanalyse(r.Context(), principalFrom(r), r.PathValue("taskId")); err != nil {
 		s.fail(w, r, err, "Failed to analyse execution")
 		return
 	}
@@ -27,7 +27,7 @@ func (s *Server) reanalyse(w http.ResponseWriter, r *http.Request) {
 
 // triage: PATCH /api/executions/{taskId}/analysis {category} records a person's category.
 func (s *Server) triage(w http.ResponseWriter, r *http.Request) {
-	if s.analysis == nil {
+	if s.analyst == nil {
 		writeDomainError(w, errAnalysisOff)
 		return
 	}
@@ -42,7 +42,7 @@ func (s *Server) triage(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, domain.BadRequest("Missing required fields", "category is required"))
 		return
 	}
-	e, err := s.analysis.Triage(r.Context(), principalFrom(r), r.PathValue("taskId"), *in.Category)
+	e, err := s.analyst.Triage(r.Context(), principalFrom(r), r.PathValue("taskId"), *in.Category)
 	if err != nil {
 		s.fail(w, r, err, "Failed to record triage")
 		return
@@ -67,11 +67,11 @@ func aiConfigView(c *analyst.Config) AIConfig {
 }
 
 func (s *Server) getAIConfig(w http.ResponseWriter, r *http.Request) {
-	if s.analysis == nil {
+	if s.analyst == nil {
 		writeDomainError(w, errAnalysisOff)
 		return
 	}
-	c, err := s.analysis.Config(r.Context(), principalFrom(r))
+	c, err := s.analyst.Config(r.Context(), principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch AI configuration")
 		return
@@ -80,7 +80,7 @@ func (s *Server) getAIConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) patchAIConfig(w http.ResponseWriter, r *http.Request) {
-	if s.analysis == nil {
+	if s.analyst == nil {
 		writeDomainError(w, errAnalysisOff)
 		return
 	}
@@ -100,7 +100,7 @@ func (s *Server) patchAIConfig(w http.ResponseWriter, r *http.Request) {
 	if in.BYOK != nil {
 		patch.OwnKey = &analyst.OwnKey{Provider: in.BYOK.Provider, APIKey: in.BYOK.APIKey}
 	}
-	c, err := s.analysis.UpdateConfig(r.Context(), principalFrom(r), patch)
+	c, err := s.analyst.UpdateConfig(r.Context(), principalFrom(r), patch)
 	if err != nil {
 		s.fail(w, r, err, "Failed to update AI configuration")
 		return

@@ -103,7 +103,7 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	res, err := s.billing.HandleWebhook(r.Context(), body, r.Header.Get("Stripe-Signature"))
 	if err != nil {
 		var de *domain.Error
-		if errors.As(err, &de) && de.Status < http.StatusInternalServerError {
+		if errors.As(err, &de) && statusOf(de) < http.StatusInternalServerError {
 			s.observe.WebhookOutcome("rejected")
 		} else {
 			s.observe.WebhookOutcome("failed")

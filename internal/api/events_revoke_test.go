@@ -13,6 +13,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/follow"
 	"verdict/internal/identity"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 )
 
@@ -28,7 +29,7 @@ func (v *revokedAfterOne) Verify(token string) (auth.Claims, error) {
 }
 
 // pendingRun is every run: pending, of the caller's organization.
-type pendingRun struct{ Executions }
+type pendingRun struct{ ports.Executions }
 
 func (pendingRun) Get(_ context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
 	return &domain.Execution{ID: "e1", TaskID: taskID, OrganizationID: p.OrgID, Status: domain.ExecPending, QueuedAt: testNow}, nil

@@ -63,7 +63,7 @@ func FuzzExecutionFilter(f *testing.F) {
 		}
 		if err != nil {
 			var de *domain.Error
-			if !errors.As(err, &de) || de.Status != 400 || de.Code != "Validation error" || de.Message == "" || len(de.Message) > 400 {
+			if !errors.As(err, &de) || statusOf(de) != 400 || de.Code != "Validation error" || de.Message == "" || len(de.Message) > 400 {
 				t.Fatalf("query %.200q refused with %v, want a short 400 Validation error", raw, err)
 			}
 			return
@@ -113,7 +113,7 @@ func TestExecutionFilterRefusals(t *testing.T) {
 	} {
 		_, err, _ := checkedFilter(raw)
 		var de *domain.Error
-		if !errors.As(err, &de) || de.Status != 400 || de.Code != "Validation error" || de.Message != want {
+		if !errors.As(err, &de) || statusOf(de) != 400 || de.Code != "Validation error" || de.Message != want {
 			t.Errorf("query %.80q: %v, want 400 Validation error %q", raw, err, want)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 	"verdict/internal/store"
 )
@@ -51,7 +52,7 @@ func (testTokens) Verify(token string) (auth.Claims, error) {
 // stubIdentity authenticates testRoles' members; the methods a test uses are set per test, and
 // any other (nil embedded interface) panics, which the server answers 500.
 type stubIdentity struct {
-	Identity
+	ports.Identity
 	changeRole func(p *identity.Principal, id string, role domain.Role) (*domain.User, error)
 }
 
@@ -66,7 +67,7 @@ func (s stubIdentity) ChangeRole(_ context.Context, p *identity.Principal, id st
 }
 
 type stubExecutions struct {
-	Executions
+	ports.Executions
 	queue func(p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
 	list  func(p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
 	get   func(p *identity.Principal, taskID string) (*domain.Execution, error)
@@ -85,7 +86,7 @@ func (s stubExecutions) Get(_ context.Context, p *identity.Principal, taskID str
 }
 
 type stubBilling struct {
-	Billing
+	ports.Billing
 	startCheckout func(p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
 	events        func(p *identity.Principal, limit int) ([]store.BillingEvent, error)
 }
@@ -101,7 +102,7 @@ func (s stubBilling) Events(_ context.Context, p *identity.Principal, limit int)
 // adminOnly is what the real services do first in an admin-only operation.
 func adminOnly(p *identity.Principal) error { return p.RequireAdmin() }
 
-func newHandlerServer(ids Identity, execs Executions, bill Billing) *Server {
+func newHandlerServer(ids ports.Identity, execs ports.Executions, bill ports.Billing) *Server {
 	if ids == nil {
 		ids = stubIdentity{}
 	}
@@ -153,9 +154,9 @@ func finishedRun() domain.Execution {
 		ReportDirs: []string{"playwright-report", "junit"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: 2048,
 		// Tickets show on the full view only.
 		Tickets: []domain.Ticket{
-			{ID: "t1", Provider: domain.ProviderLinear, ExternalID: "9f0e0001-0000-4000-8000-000000000000", Identifier: "ENG-7",
+			{ID: "t1", Provider: "linear", ExternalID: "9f0e0001-0000-4000-8000-000000000000", Identifier: "ENG-7",
 				URL: "https://linear.app/acme/issue/eng-7", Title: "Checkout fails", CreatedBy: "dev-1", CreatedAt: testNow.Add(-10 * time.Second)},
-			{ID: "t2", Provider: domain.ProviderMonday, ExternalID: "9000000001", URL: "https://acme.monday.com/boards/1/pulses/9000000001",
+			{ID: "t2", Provider: "monday", ExternalID: "9000000001", URL: "https://acme.monday.com/boards/1/pulses/9000000001",
 				Title: "Checkout fails", CreatedBy: "admin-1", CreatedAt: testNow.Add(-5 * time.Second)}}}
 }
 

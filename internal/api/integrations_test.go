@@ -12,61 +12,55 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 )
 
 // stubIntegrations stands in for the trackers' service; a method a test does not set panics.
 type stubIntegrations struct {
-	Integrations
-	linear     *integrations.LinearSettings
-	saveLinear func(p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
-	monday     *integrations.MondaySettings
-	remove     func(p *identity.Principal, provider string) (bool, error)
-	issue      func(p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-	item       func(p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
+	ports.Trackers
+	settings map[string]*integrations.Settings
+	save     func(p *identity.Principal, provider string, in integrations.Input) (*integrations.Settings, error)
+	remove   func(p *identity.Principal, provider string) (bool, error)
+	ticket   func(p *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error)
 }
 
-func (s stubIntegrations) Linear(context.Context, *identity.Principal) (*integrations.LinearSettings, error) {
-	return s.linear, nil
+func (s stubIntegrations) Settings(_ context.Context, _ *identity.Principal, provider string) (*integrations.Settings, error) {
+	return s.settings[provider], nil
 }
 
-func (s stubIntegrations) SaveLinear(_ context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error) {
-	return s.saveLinear(p, in)
-}
-
-func (s stubIntegrations) Monday(context.Context, *identity.Principal) (*integrations.MondaySettings, error) {
-	return s.monday, nil
+func (s stubIntegrations) Save(_ context.Context, p *identity.Principal, provider string, in integrations.Input) (*integrations.Settings, error) {
+	return s.save(p, provider, in)
 }
 
 func (s stubIntegrations) Remove(_ context.Context, p *identity.Principal, provider string) (bool, error) {
 	return s.remove(p, provider)
 }
 
-func (s stubIntegrations) CreateLinearIssue(_ context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error) {
-	return s.issue(p, in)
+func (s stubIntegrations) CreateTicket(_ context.Context, p *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error) {
+	return s.ticket(p, provider, in)
 }
 
-func (s stubIntegrations) CreateMondayItem(_ context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error) {
-	return s.item(p, in)
-}
-
-func newIntegrationsServer(in Integrations) *Server {
-	return New(Deps{Identity: stubIdentity{}, Integrations: in, JWT: testTokens{},
+func newIntegrationsServer(in ports.Trackers) *Server {
+	return New(Deps{Identity: stubIdentity{}, Trackers: in, JWT: testTokens{},
 		Limiter: ratelimit.NewMemoryLimiter(domain.SystemClock), PublicURL: testPublicURL,
 		Log: slog.New(slog.DiscardHandler), Clock: func() time.Time { return testNow }})
 }
 
 func TestIntegrationSettingsHandlers(t *testing.T) {
-	var saved []integrations.LinearInput
+	var saved []integrations.Input
 	s := newIntegrationsServer(stubIntegrations{
-		linear: &integrations.LinearSettings{},
-		monday: &integrations.MondaySettings{Configured: true, Enabled: false, BoardID: "123"},
-		saveLinear: func(p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error) {
+		settings: map[string]*integrations.Settings{"linear": {Values: map[string]string{}},
+			"monday": {Configured: true, Enabled: false, Values: map[string]string{"boardId": "123"}}},
+		save: func(p *identity.Principal, provider string, in integrations.Input) (*integrations.Settings, error) {
 			if err := adminOnly(p); err != nil {
 				return nil, err
 			}
+			if provider != "linear" {
+				t.Fatalf("saved %s", provider)
+			}
 			saved = append(saved, in)
-			return &integrations.LinearSettings{Configured: true, Enabled: true, TeamID: in.TeamID}, nil
+			return &integrations.Settings{Configured: true, Enabled: true, Values: map[string]string{"teamId": in.Values["teamId"]}}, nil
 		},
 		remove: func(p *identity.Principal, provider string) (bool, error) {
 			if err := adminOnly(p); err != nil {
@@ -85,7 +79,7 @@ func TestIntegrationSettingsHandlers(t *testing.T) {
 
 	expectJSON(t, call(s, "PUT", "/api/integrations/linear", "admin-1", `{"apiKey":"lin_api_x","teamId":"team-1","enabled":true}`), 200,
 		`{"success":true,"message":"Linear integration saved","data":{"enabled":true,"configured":true,"teamId":"team-1"}}`)
-	if len(saved) != 1 || *saved[0].APIKey != "lin_api_x" || saved[0].TeamID != "team-1" || !*saved[0].Enabled {
+	if len(saved) != 1 || *saved[0].APIKey != "lin_api_x" || saved[0].Values["teamId"] != "team-1" || !*saved[0].Enabled {
 		t.Fatalf("saved %+v", saved)
 	}
 	expectJSON(t, call(s, "PUT", "/api/integrations/linear", "admin-1", `{"teamId":"team-1","enabled":false,"apikey":"x"}`), 400,
@@ -120,18 +114,18 @@ func TestTicketHandlers(t *testing.T) {
 	created := time.Date(2026, 5, 4, 9, 59, 0, 0, time.UTC)
 	var asked []integrations.TicketInput
 	s := newIntegrationsServer(stubIntegrations{
-		issue: func(p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error) {
+		ticket: func(p *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error) {
+			if provider == "monday" {
+				return &integrations.Created{Ticket: domain.Ticket{Provider: "monday", ExternalID: "42",
+					URL: "https://acme.monday.com/boards/1/pulses/42", Title: "Run failed", CreatedBy: p.UserID, CreatedAt: created},
+					Warning: "The item was created, but the update with the run's details was not posted: Monday.com: too long"}, nil
+			}
 			asked = append(asked, in)
 			if in.TaskID == "slow" {
-				return nil, domain.NewError(504, "Tracker timeout", "Linear did not answer within 15s")
+				return nil, domain.UpstreamTimeout("Tracker timeout", "Linear did not answer within 15s")
 			}
-			return &integrations.Created{Ticket: domain.Ticket{Provider: domain.ProviderLinear, ExternalID: "uuid-1", Identifier: "ENG-1",
+			return &integrations.Created{Ticket: domain.Ticket{Provider: "linear", ExternalID: "uuid-1", Identifier: "ENG-1",
 				URL: "https://linear.app/acme/issue/eng-1", Title: "Run failed", CreatedBy: p.UserID, CreatedAt: created}}, nil
-		},
-		item: func(p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error) {
-			return &integrations.Created{Ticket: domain.Ticket{Provider: domain.ProviderMonday, ExternalID: "42",
-				URL: "https://acme.monday.com/boards/1/pulses/42", Title: "Run failed", CreatedBy: p.UserID, CreatedAt: created},
-				Warning: "The item was created, but the update with the run's details was not posted: Monday.com: too long"}, nil
 		},
 	})
 	expectJSON(t, call(s, "POST", "/api/linear/issues", "dev-1", `{"taskId":"nightly-42","title":"Run failed","description":"**why**"}`), 201,

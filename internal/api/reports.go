@@ -53,6 +53,24 @@ func reportBase(orgID, taskID string) string {
 	return "/reports/" + orgID + "/" + url.PathEscape(taskID) + "/"
 }
 
+// redirectToLink answers a report token that checked out: the same path (rest) under
+// ~<link>/, the query without the token, and, on the API's own origin, the link as the report
+// cookie too.
+func (s *Server) redirectToLink(w http.ResponseWriter, r *http.Request, orgID, taskID, rest, link string) {
+	q := r.URL.Query()
+	q.Del("token")
+	if s.reportsURL == "" {
+		http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: link, Path: reportBase(orgID, taskID),
+			MaxAge: int(report.SessionTTL / time.Second), HttpOnly: true, Secure: s.secureCookies, SameSite: http.SameSiteLaxMode})
+	}
+	target := reportBase(orgID, taskID) + "~" + link + "/" + (&url.URL{Path: rest}).EscapedPath()
+	if enc := q.Encode(); enc != "" {
+		target += "?" + enc
+	}
+	report.SetHeaders(w.Header()) // among them no-store: the target holds a token
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
 // serveReport serves a run's report files to a member of its organization: by a signed report
 // token, or, on the API's own origin only, by bearer token or API key. A short-lived token in
 // the query (from reportToken) is swapped for a browsing link,
@@ -138,19 +156,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 			notFound()
 			return
 		}
-		q := r.URL.Query()
-		q.Del("token")
-		link := s.signer.SignLink(orgID, e.ID, userID, now)
-		if !separate {
-			http.SetCookie(w, &http.Cookie{Name: reportCookie, Value: link, Path: reportBase(orgID, taskID),
-				MaxAge: int(report.SessionTTL / time.Second), HttpOnly: true, Secure: s.secureCookies, SameSite: http.SameSiteLaxMode})
-		}
-		target := reportBase(orgID, taskID) + "~" + link + "/" + (&url.URL{Path: rest}).EscapedPath()
-		if enc := q.Encode(); enc != "" {
-			target += "?" + enc
-		}
-		report.SetHeaders(w.Header()) // among them no-store: the target holds a token
-		http.Redirect(w, r, target, http.StatusSeeOther)
+		s.redirectToLink(w, r, orgID, taskID, rest, s.signer.SignLink(orgID, e.ID, userID, now))
 		return
 	}
 	allowed := false

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"verdict/internal/domain"
+	"verdict/internal/httpkind"
 )
 
 // maxBodyBytes caps every JSON request body: no route of the API takes more.
@@ -93,8 +94,12 @@ func writeDomainError(w http.ResponseWriter, e *domain.Error) {
 	body["success"] = false
 	body["error"] = e.Code
 	body["message"] = e.Message
-	writeJSON(w, e.Status, body)
+	writeJSON(w, statusOf(e), body)
 }
+
+// statusOf is the status that answers e: the one place the API turns an error's kind into an
+// HTTP status (httpkind's table).
+func statusOf(e *domain.Error) int { return httpkind.Status(e.Kind) }
 
 // fail answers with err: a *domain.Error as it is, a dependency that is away (the database) as
 // a 503 with Retry-After, anything else as a 500 carrying the operation's documented error

@@ -51,7 +51,7 @@ func TestDecodeRefusesUnknownFields(t *testing.T) {
 	} {
 		var v strictBody
 		err := decodeBody(c.body, &v)
-		if err == nil || err.Status != 400 || err.Code != c.code || err.Message != c.msg {
+		if err == nil || statusOf(err) != 400 || err.Code != c.code || err.Message != c.msg {
 			t.Errorf("decode(%.60q) = %+v; want 400 %q %q", c.body, err, c.code, c.msg)
 		}
 	}

@@ -11,18 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"verdict/internal/auth"
 	"verdict/internal/domain"
 	"verdict/internal/follow"
 	"verdict/internal/outage"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 	"verdict/internal/report"
 )
-
-// TokenVerifier checks a bearer JWT.
-type TokenVerifier interface {
-	Verify(token string) (auth.Claims, error)
-}
 
 // Checker is a readiness probe of one dependency.
 type Checker struct {
@@ -36,21 +31,22 @@ type Checker struct {
 // Deps are the services the API calls and its settings. Identity, Executions, Billing,
 // TestCases, JWT and Limiter are required; New fills in RateLimits, Log and Clock.
 type Deps struct {
-	Identity   Identity
-	Executions Executions
-	Billing    Billing
-	TestCases  TestCases
-	Analysis   Analysis
+	Identity   ports.Identity
+	Executions ports.Executions
+	Billing    ports.Billing
+	TestCases  ports.TestCases
+	// Analyst is the failure analyst; nil: its routes answer 503.
+	Analyst ports.Analyst
 	// Planner is the automation planner; nil: its routes answer 503.
-	Planner Planner
-	// Integrations is the trackers' service; nil: the integration routes answer 503.
-	Integrations Integrations
+	Planner ports.Planner
+	// Trackers is the trackers' service; nil: the integration routes answer 503.
+	Trackers ports.Trackers
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
 	// hear of a run's end only by re-reading it (every 15 s).
 	Follow     Follow
-	JWT        TokenVerifier
+	JWT        ports.TokenVerifier
 	Limiter    *ratelimit.Limiter
 	RateLimits RateLimits // nil = DefaultRateLimits
 	Proxies    []netip.Prefix
@@ -88,13 +84,13 @@ type Deps struct {
 // Server routes requests to handlers.
 type Server struct {
 	outage         *outage.Reporter
-	identity       Identity
-	executions     Executions
-	billing        Billing
-	testCases      TestCases
-	planner        Planner
-	analysis       Analysis
-	integrations   Integrations
+	identity       ports.Identity
+	executions     ports.Executions
+	billing        ports.Billing
+	testCases      ports.TestCases
+	planner        ports.Planner
+	analyst        ports.Analyst
+	trackers       ports.Trackers
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -104,7 +100,7 @@ type Server struct {
 	reportsHost    string
 	views          Views
 	finished       finishedItems
-	jwt            TokenVerifier
+	jwt            ports.TokenVerifier
 	limiter        *ratelimit.Limiter
 	limits         RateLimits
 	proxies        []netip.Prefix
@@ -142,8 +138,8 @@ func New(d Deps) *Server {
 	if d.Outage == nil {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
-	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analysis: d.Analysis,
-		integrations: d.Integrations, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analyst: d.Analyst,
+		trackers: d.Trackers, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -261,13 +257,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
 
-	s.handle("GET /api/integrations/linear", routeOpts{access: bearerOrKey, limit: "api"}, s.getLinear)
-	s.handle("PUT /api/integrations/linear", routeOpts{access: bearer, limit: "strict"}, s.putLinear)
-	s.handle("GET /api/integrations/monday", routeOpts{access: bearerOrKey, limit: "api"}, s.getMonday)
-	s.handle("PUT /api/integrations/monday", routeOpts{access: bearer, limit: "strict"}, s.putMonday)
-	s.handle("DELETE /api/integrations/{provider}", routeOpts{access: bearer, limit: "strict"}, s.deleteIntegration)
-	s.handle("POST /api/linear/issues", routeOpts{access: bearerOrKey, limit: "api"}, s.createLinearIssue)
-	s.handle("POST /api/monday/items", routeOpts{access: bearerOrKey, limit: "api"}, s.createMondayItem)
+	s.trackerRoutes()
 
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)

@@ -4,133 +4,11 @@ import (
 	"context"
 	"time"
 
-	"verdict/internal/ai/analyst"
-	"verdict/internal/ai/planner"
-	"verdict/internal/ai/planning"
-	"verdict/internal/billing"
-	"verdict/internal/domain"
-	"verdict/internal/executions"
 	"verdict/internal/identity"
-	"verdict/internal/integrations"
-	"verdict/internal/store"
-	"verdict/internal/testcases"
 )
 
-// The services the API calls, as the API needs them: each interface holds only the methods a
-// handler or the middleware calls, so a handler test can stand a few lines in for a service.
-// internal/app passes the real ones (*identity.Service, *executions.Service, *billing.Service,
-// *testcases.Service).
-//
-// Every method a request reaches with a principal takes it, and the service decides what that
-// principal may do (roles included): the routes only authenticate. The methods without one
-// serve requests that have no principal yet: authentication itself, signup and login, an
-// invitation's validation, the payment provider's webhook, and the report route's lookup.
-
-// Identity is the identity service: accounts, members, the organization, invitations, API
-// keys, and the authentication of every request.
-type Identity interface {
-	AuthenticateClaims(ctx context.Context, userID, orgID string) (*identity.Principal, error)
-	AuthenticateKey(ctx context.Context, value string) (*identity.Principal, error)
-
-	Signup(ctx context.Context, in identity.SignupInput) (*identity.Session, error)
-	Login(ctx context.Context, email, password string) (*identity.Session, error)
-	Me(ctx context.Context, p *identity.Principal) (*domain.User, *domain.Organization, int, error)
-	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
-	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
-	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
-	RevokeSession(ctx context.Context, p *identity.Principal) error
-
-	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
-	GetUser(ctx context.Context, p *identity.Principal, id string) (*domain.User, error)
-	ChangeRole(ctx context.Context, p *identity.Principal, id string, role domain.Role) (*domain.User, error)
-	SetStatus(ctx context.Context, p *identity.Principal, id string, status domain.UserStatus) (*domain.User, error)
-	DeleteUser(ctx context.Context, p *identity.Principal, id string) error
-
-	Organization(ctx context.Context, p *identity.Principal) (*domain.Organization, int, error)
-	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
-	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
-
-	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
-	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
-	RevokeInvitation(ctx context.Context, p *identity.Principal, id string) error
-	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
-	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
-}
-
-// Executions is the executions service: runs, their logs, projects, and the insights.
-type Executions interface {
-	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
-	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
-	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	// GetListed is Get without the run's tests, analysis and tickets, which it does not read.
-	GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
-	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	Delete(ctx context.Context, p *identity.Principal, taskID string) error
-	FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
-
-	Defaults(ctx context.Context, p *identity.Principal) (*executions.Defaults, error)
-	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
-	Metrics(ctx context.Context, p *identity.Principal, image string) (*executions.Metrics, error)
-
-	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
-	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
-	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)
-	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
-	DeleteProject(ctx context.Context, p *identity.Principal, id string) error
-}
-
-// Billing is the billing service: checkout, portal, subscription, and the provider's events.
-type Billing interface {
-	Configured() bool
-	WebhookConfigured() bool
-	StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
-	OpenPortal(ctx context.Context, p *identity.Principal) (string, error)
-	Subscription(ctx context.Context, p *identity.Principal) (*billing.Subscription, error)
-	Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error)
-	HandleWebhook(ctx context.Context, payload []byte, signature string) (*billing.WebhookResult, error)
-}
-
-// TestCases is the manual test cases service: a project's test cases and their CSV import.
-type TestCases interface {
-	Create(ctx context.Context, p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
-	Get(ctx context.Context, p *identity.Principal, id string) (*domain.TestCase, error)
-	List(ctx context.Context, p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
-	Update(ctx context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error)
-	Delete(ctx context.Context, p *identity.Principal, id string) error
-	Import(ctx context.Context, p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
-}
-
-// The real services satisfy the interfaces.
-var (
-	_ Identity   = (*identity.Service)(nil)
-	_ Executions = (*executions.Service)(nil)
-	_ Billing    = (*billing.Service)(nil)
-	_ TestCases  = (*testcases.Service)(nil)
-)
-
-// Analysis is the failure analyst: analyses on request, people's triages, and the
-// organization's model settings.
-type Analysis interface {
-	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
-	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
-	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
-	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
-}
-
-// Integrations is the trackers' service: the organization's Linear and Monday.com settings,
-// unlinking any integration provider, and tickets created from runs.
-type Integrations interface {
-	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
-	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
-	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
-	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
-	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
-	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-}
-
-var _ Integrations = (*integrations.Service)(nil)
+// The services the API calls are declared once for both front doors, in internal/ports; the
+// interfaces here are the API's own.
 
 // Runners lists the remote runners heard from (app.runnerList over peerhttp.Server). The
 // runners are shared by every organization, so a tenant sees nothing of another's load: to
@@ -156,14 +34,4 @@ type RunnerInfo struct {
 	Slots      int
 	Busy       int
 	LastSeenAt time.Time
-}
-
-// Planner is the automation planner's service.
-type Planner interface {
-	Discover(ctx context.Context, p *identity.Principal, in planning.DiscoverInput) (*planner.Discovery, error)
-	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
-	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
-	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
-	Delete(ctx context.Context, p *identity.Principal, planID string) error
-	FilterOptions(ctx context.Context, p *identity.Principal, projectID string) (*store.TestCaseOptions, error)
 }

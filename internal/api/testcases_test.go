@@ -10,13 +10,14 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/ports"
 	"verdict/internal/ratelimit"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )
 
 type stubTestCases struct {
-	TestCases
+	ports.TestCases
 	list   func(p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
 	create func(p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
 	imp    func(p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
@@ -34,7 +35,7 @@ func (s stubTestCases) Import(_ context.Context, p *identity.Principal, projectI
 	return s.imp(p, projectID, file)
 }
 
-func newTestCaseServer(tc TestCases) *Server {
+func newTestCaseServer(tc ports.TestCases) *Server {
 	return New(Deps{Identity: stubIdentity{}, TestCases: tc, JWT: testTokens{}, Limiter: ratelimit.NewMemoryLimiter(domain.SystemClock),
 		Log: slog.New(slog.DiscardHandler), Clock: func() time.Time { return testNow }})
 }

@@ -236,38 +236,38 @@ type Execution struct {
 	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; null
 	// when there is none (yet). The list leaves it out.
 	Analysis *domain.Analysis `json:"analysis"`
-	// TrackerAIssues and TrackerBItems are the Linear issues and Monday.com items created from
-	// the run, oldest first. The list leaves them out.
-	TrackerAIssues []TrackerIssue `json:"trackerAIssues"`
-	TrackerBItems  []TrackerItem  `json:"trackerBItems"`
+	// tickets are the tickets created from the run, oldest first: MarshalJSON lists them in a
+	// member per registered tracker (its Spec's RunField: trackerAIssues for Linear's issues,
+	// trackerBItems for Monday.com's items). The list leaves them out.
+	tickets []domain.Ticket
 }
 
-// TrackerIssue is a Linear issue created from a run.
-type TrackerIssue struct {
-	IssueID    string `json:"issueId"`
-	IssueURL   string `json:"issueUrl"`
-	Identifier string `json:"identifier"`
-	Title      string `json:"title"`
-	CreatedBy  string `json:"createdBy"`
-	CreatedAt  string `json:"createdAt"`
-}
-
-// TrackerItem is a Monday.com item created from a run.
-type TrackerItem struct {
-	ItemID    string `json:"itemId"`
-	ItemURL   string `json:"itemUrl"`
-	Title     string `json:"title"`
-	CreatedBy string `json:"createdBy"`
-	CreatedAt string `json:"createdAt"`
-}
-
-func trackerIssueView(t *domain.Ticket) TrackerIssue {
-	return TrackerIssue{IssueID: t.ExternalID, IssueURL: t.URL, Identifier: t.Identifier, Title: t.Title, CreatedBy: t.CreatedBy,
-		CreatedAt: ts(t.CreatedAt)}
-}
-
-func trackerItemView(t *domain.Ticket) TrackerItem {
-	return TrackerItem{ItemID: t.ExternalID, ItemURL: t.URL, Title: t.Title, CreatedBy: t.CreatedBy, CreatedAt: ts(t.CreatedAt)}
+// MarshalJSON encodes the view, then each registered tracker's tickets.
+func (x Execution) MarshalJSON() ([]byte, error) {
+	type fields Execution // the same members, without this method
+	b, err := MarshalView(fields(x))
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // the closing brace
+	for _, a := range trackerAPIs {
+		var list []any
+		for i := range x.tickets {
+			if t := &x.tickets[i]; t.Provider == a.spec.Provider {
+				list = append(list, a.ticketView(t))
+			}
+		}
+		if list == nil {
+			list = []any{}
+		}
+		v, err := MarshalView(list)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, ',', '"'), a.spec.RunField...), '"', ':')
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
 }
 
 // Views makes the execution views, whose report links are absolute URLs on the origin that
@@ -310,15 +310,7 @@ func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 		tests = []domain.TestResult{}
 	}
 	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis,
-		TestsNotKept: max(e.Summary.Total-len(tests), 0), TrackerAIssues: []TrackerIssue{}, TrackerBItems: []TrackerItem{}}
-	for i := range e.Tickets {
-		switch t := &e.Tickets[i]; t.Provider {
-		case domain.ProviderLinear:
-			x.TrackerAIssues = append(x.TrackerAIssues, trackerIssueView(t))
-		case domain.ProviderMonday:
-			x.TrackerBItems = append(x.TrackerBItems, trackerItemView(t))
-		}
-	}
+		TestsNotKept: max(e.Summary.Total-len(tests), 0), tickets: e.Tickets}
 	return x
 }
 

@@ -68,9 +68,9 @@ func (w *wiring) services(ctx context.Context) error {
 		return events.views.ReportURL(e)
 	}
 	w.reportURL = reportURL
-	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, LinearURL: cfg.Integrations.LinearAPIURL,
-		MondayURL: cfg.Integrations.MondayAPIURL, MondayAPIVersion: cfg.Integrations.MondayAPIVersion, ReportURL: reportURL, Events: events,
-		Clock: clock, Log: log})
+	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, Endpoints: map[string]integrations.Endpoint{
+		"linear": {URL: cfg.Integrations.LinearAPIURL}, "monday": {URL: cfg.Integrations.MondayAPIURL, Version: cfg.Integrations.MondayAPIVersion}},
+		ReportURL: reportURL, Events: events, Clock: clock, Log: log})
 
 	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
 	// revoked session's on this replica, as each replica learns of it from the database.

@@ -106,7 +106,7 @@ func TestTokenExpiry(t *testing.T) {
 	clock.Advance(time.Second)
 	_, err = tk.Verify(token)
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Status != 401 || de.Code != "Invalid or expired token" || de.Message != "The token has expired" {
+	if !errors.As(err, &de) || de.Kind != domain.KindUnauthorized || de.Code != "Invalid or expired token" || de.Message != "The token has expired" {
 		t.Fatalf("at expiry: %v, want 401 expired", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestVerifyRefuses(t *testing.T) {
 	for name, token := range cases {
 		c, err := tk.Verify(token)
 		var de *domain.Error
-		if !errors.As(err, &de) || de.Status != 401 {
+		if !errors.As(err, &de) || de.Kind != domain.KindUnauthorized {
 			t.Errorf("%s: Verify = %+v, %v; want a 401 error", name, c, err)
 		}
 	}

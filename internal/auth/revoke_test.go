@@ -32,7 +32,7 @@ func TestRevokedTokens(t *testing.T) {
 	}
 	_, err = tk.Verify(a)
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Status != 401 || de.Code != "Invalid or expired token" {
+	if !errors.As(err, &de) || de.Kind != domain.KindUnauthorized || de.Code != "Invalid or expired token" {
 		t.Fatalf("a revoked token: %v, want 401 Invalid or expired token", err)
 	}
 	if !tk.Revoked(ca.ID) || tk.Revoked(cb.ID) || tk.Revoked("") {

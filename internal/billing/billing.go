@@ -72,7 +72,7 @@ const (
 var (
 	errNotConfigured = domain.Unavailable("Billing not configured",
 		"Payments are not set up on this server (STRIPE_SECRET_KEY is not set)")
-	errProvider = domain.NewError(502, "Payment provider error",
+	errProvider = domain.Upstream("Payment provider error",
 		"The payment provider did not accept the request; try again later")
 )
 

@@ -7,6 +7,7 @@ import (
 
 	"verdict/internal/billing"
 	"verdict/internal/domain"
+	"verdict/internal/httpkind"
 	"verdict/internal/identity"
 )
 
@@ -22,7 +23,7 @@ func TestAdminOnlyOperationsRefuseFirst(t *testing.T) {
 		if !errors.As(err, &de) {
 			return 0, ""
 		}
-		return de.Status, de.Message
+		return httpkind.Status(de.Kind), de.Message
 	}
 	for op, call := range map[string]func() error{
 		"StartCheckout": func() error { _, err := s.StartCheckout(ctx, p, "", "team"); return err },

@@ -1,21 +1,16 @@
 package domain
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 )
 
-// Issue trackers Verdict creates tickets in, by their provider identifier.
-const (
-	ProviderLinear = "linear"
-	ProviderMonday = "monday"
-)
-
 // IntegrationProviders are the outside services an organization can link, by the lowercase
 // identifier the API uses: source-control and CI hosts, issue and work trackers, and a chat
-// provider. Only the trackers (Linear, Monday.com) store anything today; every one of them can
-// be unlinked.
-var IntegrationProviders = []string{"github", "gitlab", "bitbucket", "azuredevops", "jira", ProviderLinear, ProviderMonday, "slack"}
+// provider. Only the trackers (Linear, Monday.com: integrations' registry) store anything today;
+// every one of them can be unlinked, and so can any tracker registered later.
+var IntegrationProviders = []string{"github", "gitlab", "bitbucket", "azuredevops", "jira", "linear", "monday", "slack"}
 
 // ValidIntegrationProvider reports whether p is one of IntegrationProviders.
 func ValidIntegrationProvider(p string) bool { return slices.Contains(IntegrationProviders, p) }
@@ -32,15 +27,20 @@ type Integration struct {
 	UpdatedAt      time.Time
 }
 
-// IntegrationSettings are an integration's settings besides its key, stored as one JSON
-// document; each provider uses its own fields.
-type IntegrationSettings struct {
-	TeamID  string `json:"teamId,omitempty"`  // Linear: the team new issues go to
-	BoardID string `json:"boardId,omitempty"` // Monday.com: the board new items go to
-	GroupID string `json:"groupId,omitempty"` // Monday.com: the group of the board; empty: the board's first
-	// AccountSlug is the Monday.com account's slug, learnt when the key is checked: it names the
-	// account's host (<slug>.monday.com) in an item's link when the API gives none.
-	AccountSlug string `json:"accountSlug,omitempty"`
+// IntegrationSettings are an integration's settings besides its key, by name ("teamId"),
+// stored as one JSON document: each tracker declares its own and may learn some from the
+// tracker (Monday.com's "accountSlug"). An empty value is not kept.
+type IntegrationSettings map[string]string
+
+// MarshalJSON writes the settings without their empty values; none is {}.
+func (s IntegrationSettings) MarshalJSON() ([]byte, error) {
+	kept := make(map[string]string, len(s))
+	for k, v := range s {
+		if v != "" {
+			kept[k] = v
+		}
+	}
+	return json.Marshal(kept)
 }
 
 // Ticket is an issue or item created in a tracker from a run, as recorded on the run.
@@ -48,7 +48,7 @@ type Ticket struct {
 	ID             string
 	OrganizationID string
 	ExecutionID    string
-	Provider       string // ProviderLinear or ProviderMonday
+	Provider       string // the tracker's provider ("linear")
 	ExternalID     string // the tracker's ID of the issue or item
 	Identifier     string // Linear's human key ("ENG-123"); empty for Monday.com
 	URL            string

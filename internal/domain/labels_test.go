@@ -35,7 +35,7 @@ func TestValidateLabels(t *testing.T) {
 	} {
 		err := ValidateLabels(c.labels)
 		var de *Error
-		if !errors.As(err, &de) || de.Status != 400 || de.Code != "Validation error" || de.Message != c.msg {
+		if !errors.As(err, &de) || de.Kind != KindInvalid || de.Code != "Validation error" || de.Message != c.msg {
 			t.Errorf("%v: %#v, want 400 %q", c.labels, err, c.msg)
 		}
 	}
@@ -66,7 +66,7 @@ func FuzzValidateLabels(f *testing.F) {
 		}
 		if err != nil {
 			var de *Error
-			if !errors.As(err, &de) || de.Status != 400 || !strings.HasPrefix(de.Message, "label "+quoteLabel(k)+": ") {
+			if !errors.As(err, &de) || de.Kind != KindInvalid || !strings.HasPrefix(de.Message, "label "+quoteLabel(k)+": ") {
 				t.Fatalf("ValidateLabels(%q: %q): %#v does not name the label", k, v, err)
 			}
 			if !utf8.ValidString(de.Message) {

@@ -57,7 +57,7 @@ func TestTestCaseNormalize(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.c.Normalize()
 			var de *Error
-			if !errors.As(err, &de) || de.Status != 400 || de.Code != "Validation error" || de.Message != c.msg {
+			if !errors.As(err, &de) || de.Kind != KindInvalid || de.Code != "Validation error" || de.Message != c.msg {
 				t.Fatalf("got %v, want 400 Validation error: %s", err, c.msg)
 			}
 		})

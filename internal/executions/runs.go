@@ -265,7 +265,7 @@ func (s *Service) TestsStructure(ctx context.Context, p *identity.Principal, ima
 		return nil, domain.NotFound("Image not found", "The image "+quote(image)+" is not on "+engine+" and could not be pulled")
 	case err != nil:
 		s.log.Warn("reading an image's test folders failed", "image", image, "err", err)
-		return nil, domain.NewError(502, "Image inspection failed", sentence(engine)+" could not read the test folders of "+quote(image))
+		return nil, domain.Upstream("Image inspection failed", sentence(engine)+" could not read the test folders of "+quote(image))
 	}
 	out := &TestsStructure{Image: image, Folders: dirs}
 	if len(dirs) == 0 {

@@ -106,7 +106,7 @@ func TestSyncRevocations(t *testing.T) {
 		t.Fatalf("a read ended a session revoked here again: %v", ended)
 	}
 	var de *domain.Error
-	if err := s.RevokeSession(ctx, &Principal{UserID: "u1", OrgID: "o1", APIKeyID: "k"}); err == nil || !errors.As(err, &de) || de.Status != 400 {
+	if err := s.RevokeSession(ctx, &Principal{UserID: "u1", OrgID: "o1", APIKeyID: "k"}); err == nil || !errors.As(err, &de) || de.Kind != domain.KindInvalid {
 		t.Fatalf("revoking an API key's call: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ func TestAdminOnlyOperationsRefuseFirst(t *testing.T) {
 		}
 		for op, call := range ops {
 			var de *domain.Error
-			if err := call(); !errors.As(err, &de) || de.Status != 403 || de.Code != "Forbidden" || de.Message != "This action needs the admin role" {
+			if err := call(); !errors.As(err, &de) || de.Kind != domain.KindForbidden || de.Code != "Forbidden" || de.Message != "This action needs the admin role" {
 				t.Errorf("%s as %s: %v, want 403 Forbidden: This action needs the admin role", op, role, err)
 			}
 		}

@@ -1,12 +1,13 @@
-// Package integrations links an organization to issue trackers (Linear and Monday.com) and
-// creates tickets from its runs. It keeps each organization's tracker settings with the API
-// key sealed (secretbox, a key of its own), checks a key with the tracker before saving it,
-// unlinks any of the integration providers, and turns a finished run into a Linear issue or a
-// Monday.com item whose description tells the run's story (status, failing tests, analysis,
-// report link), recording the ticket on the run.
+// Package integrations links an organization to issue trackers and creates tickets from its
+// runs. It keeps each organization's tracker settings with the API key sealed (secretbox, a key
+// of its own), checks a key with the tracker before saving it, unlinks any of the integration
+// providers, and turns a finished run into a ticket whose description tells the run's story
+// (status, failing tests, analysis, report link), recording the ticket on the run.
 //
-// The trackers are reached through linear and monday (typed GraphQL operations over gqlclient):
-// every call is bounded in time, and a key never appears in an error or a log line.
+// The trackers are the providers of registry.go (Linear and Monday.com today), each a
+// tracker.Tracker that speaks to its tracker (typed GraphQL operations over gqlclient): every
+// call is bounded in time, and a key never appears in an error or a log line. The service
+// knows a tracker only by its tracker.Spec: its name, its settings, its routes.
 package integrations
 
 import (
@@ -14,8 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +25,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations/gqlclient"
-	"verdict/internal/integrations/linear"
-	"verdict/internal/integrations/monday"
+	"verdict/internal/integrations/tracker"
 	"verdict/internal/store"
 )
 
@@ -38,11 +39,9 @@ type Deps struct {
 	Store store.Store
 	// Box seals the organizations' tracker keys.
 	Box *secretbox.Box
-	// LinearURL, MondayURL and MondayAPIVersion say where the trackers are (empty: their public
-	// APIs and linear.DefaultURL, monday.DefaultURL, monday.DefaultAPIVersion).
-	LinearURL        string
-	MondayURL        string
-	MondayAPIVersion string
+	// Endpoints say where each tracker is, by provider; a tracker not named is reached at its
+	// public API.
+	Endpoints map[string]Endpoint
 	// Timeout bounds each call to a tracker (default 15 s).
 	Timeout time.Duration
 	// HTTPClient, if set, carries the calls to the trackers.
@@ -57,13 +56,19 @@ type Deps struct {
 	Log    *slog.Logger
 }
 
+// Endpoint is where a tracker is: its URL ("": its public API) and the API version to ask for
+// ("": its default).
+type Endpoint struct {
+	URL     string
+	Version string
+}
+
 // Service is the trackers' service.
 type Service struct {
 	store     store.Store
 	box       *secretbox.Box
-	linear    *linear.Client
-	monday    *monday.Client
-	timeout   time.Duration // of each call to a tracker
+	trackers  map[string]tracker.Tracker // the registry's, opened, by provider
+	timeout   time.Duration              // of each call to a tracker
 	reportURL func(ctx context.Context, e *domain.Execution) string
 	events    Events
 	clock     domain.Clock
@@ -85,64 +90,72 @@ func New(d Deps) *Service {
 	if d.ReportURL == nil {
 		d.ReportURL = func(context.Context, *domain.Execution) string { return "" }
 	}
-	lin := linear.New(linear.Config{URL: d.LinearURL, Timeout: d.Timeout, HTTPClient: d.HTTPClient})
-	return &Service{store: d.Store, box: d.Box, linear: lin,
-		monday: monday.New(monday.Config{URL: d.MondayURL, APIVersion: d.MondayAPIVersion, Timeout: d.Timeout,
-			HTTPClient: d.HTTPClient}),
-		timeout: lin.Timeout(), reportURL: d.ReportURL, events: d.Events, clock: d.Clock, newID: d.NewID, log: d.Log}
+	if d.Timeout <= 0 {
+		d.Timeout = gqlclient.DefaultTimeout
+	}
+	trackers := make(map[string]tracker.Tracker, len(registry))
+	for _, p := range registry {
+		e := d.Endpoints[p.Provider]
+		trackers[p.Provider] = p.New(tracker.Config{URL: e.URL, Version: e.Version, Timeout: d.Timeout, HTTPClient: d.HTTPClient})
+	}
+	return &Service{store: d.Store, box: d.Box, trackers: trackers, timeout: d.Timeout, reportURL: d.ReportURL,
+		events: d.Events, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
-// trackerName is a provider's name in messages.
-var trackerName = map[string]string{domain.ProviderLinear: "Linear", domain.ProviderMonday: "Monday.com"}
+// errUnknownTracker answers a tracker that is not registered.
+var errUnknownTracker = domain.NotFound("Integration not found", "No such tracker")
+
+// open is the registered tracker named provider and its description.
+func (s *Service) open(provider string) (tracker.Spec, tracker.Tracker, error) {
+	spec, ok := Lookup(provider)
+	if !ok {
+		return spec, nil, errUnknownTracker
+	}
+	return spec, s.trackers[provider], nil
+}
 
 // Bounds of what is saved.
 const maxKeyBytes = 1024
-
-var (
-	teamIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	boardIDPattern = regexp.MustCompile(`^[0-9]{1,20}$`)
-	groupIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
-)
 
 func validation(format string, args ...any) *domain.Error {
 	return domain.BadRequest("Validation error", fmt.Sprintf(format, args...))
 }
 
-func errNotConfigured(provider string) *domain.Error {
+func errNotConfigured(t tracker.Spec) *domain.Error {
 	return domain.BadRequest("Integration not configured", fmt.Sprintf(
 		"%s is not set up for your organization: an admin saves its settings with PUT /api/integrations/%s",
-		trackerName[provider], provider))
+		t.Name, t.Provider))
 }
 
-func errDisabled(provider string) *domain.Error {
+func errDisabled(t tracker.Spec) *domain.Error {
 	return domain.BadRequest("Integration disabled", fmt.Sprintf(
 		"%s is turned off for your organization: an admin turns it on with PUT /api/integrations/%s",
-		trackerName[provider], provider))
+		t.Name, t.Provider))
 }
 
 // upstreamError is the answer to a tracker's failure: 504 when it did not answer in time, else
 // 502 with what it said. suffix ends the message ("; nothing was saved").
-func (s *Service) upstreamError(provider string, err error, suffix string) error {
+func (s *Service) upstreamError(t tracker.Spec, err error, suffix string) error {
 	var ge *gqlclient.Error
 	if !errors.As(err, &ge) || errors.Is(ge.Kind, context.Canceled) {
 		return err
 	}
-	name := trackerName[provider]
+	name, provider := t.Name, t.Provider
 	switch {
 	case errors.Is(ge.Kind, gqlclient.ErrTimeout):
-		return domain.NewError(http.StatusGatewayTimeout, "Tracker timeout",
+		return domain.UpstreamTimeout("Tracker timeout",
 			fmt.Sprintf("%s did not answer within %s%s", name, s.timeout, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrKeyRefused):
-		return domain.NewError(http.StatusBadGateway, "Tracker error",
+		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s refused the stored API key (%s): an admin saves a new one with PUT /api/integrations/%s%s",
 				name, orDefault(ge.Message, "not authenticated"), provider, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrUnreachable):
-		return domain.NewError(http.StatusBadGateway, "Tracker error", fmt.Sprintf("%s could not be reached: %s%s", name, ge.Message, suffix))
+		return domain.Upstream("Tracker error", fmt.Sprintf("%s could not be reached: %s%s", name, ge.Message, suffix))
 	case errors.Is(ge.Kind, gqlclient.ErrMalformed):
-		return domain.NewError(http.StatusBadGateway, "Tracker error",
+		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s's answer could not be read: %s%s", name, ge.Message, suffix))
 	default:
-		return domain.NewError(http.StatusBadGateway, "Tracker error", fmt.Sprintf("%s: %s%s", name, ge.Message, suffix))
+		return domain.Upstream("Tracker error", fmt.Sprintf("%s: %s%s", name, ge.Message, suffix))
 	}
 }
 
@@ -153,34 +166,19 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// LinearSettings are an organization's Linear settings as the API shows them: never the key.
-type LinearSettings struct {
+// Settings are an organization's settings of one tracker as the API shows them: never the key.
+type Settings struct {
 	Configured bool // a key is stored
 	Enabled    bool // tickets can be created: a key is stored and the integration is on
-	TeamID     string
+	// Values are the tracker's settings (its Spec.Fields), by key; "" when unset.
+	Values map[string]string
 }
 
-// MondaySettings are an organization's Monday.com settings as the API shows them: never the key.
-type MondaySettings struct {
-	Configured bool
-	Enabled    bool
-	BoardID    string
-	GroupID    string
-}
-
-// LinearInput saves an organization's Linear settings. APIKey nil keeps the stored key.
-type LinearInput struct {
+// Input saves an organization's settings of one tracker. APIKey nil keeps the stored key.
+type Input struct {
 	APIKey  *string
-	TeamID  string
-	Enabled *bool // nil: true
-}
-
-// MondayInput saves an organization's Monday.com settings. APIKey nil keeps the stored token.
-type MondayInput struct {
-	APIKey  *string
-	BoardID string
-	GroupID string // empty: the board's top group
-	Enabled *bool  // nil: true
+	Values  map[string]string // by the Spec.Fields' keys; a missing optional one is unset
+	Enabled *bool             // nil: true
 }
 
 // stored returns the organization's integration with provider, nil when none is stored.
@@ -192,30 +190,26 @@ func (s *Service) stored(ctx context.Context, orgID, provider string) (*domain.I
 	return in, err
 }
 
-// Linear returns the organization's Linear settings; every member may read them.
-func (s *Service) Linear(ctx context.Context, p *identity.Principal) (*LinearSettings, error) {
-	in, err := s.stored(ctx, p.OrgID, domain.ProviderLinear)
-	if err != nil || in == nil {
-		return &LinearSettings{}, err
+// Settings returns the organization's settings of the tracker provider; every member may read
+// them.
+func (s *Service) Settings(ctx context.Context, p *identity.Principal, provider string) (*Settings, error) {
+	t, _, err := s.open(provider)
+	if err != nil {
+		return nil, err
 	}
-	return linearView(in), nil
-}
-
-func linearView(in *domain.Integration) *LinearSettings {
-	return &LinearSettings{Configured: true, Enabled: in.Enabled, TeamID: in.Settings.TeamID}
-}
-
-// Monday returns the organization's Monday.com settings; every member may read them.
-func (s *Service) Monday(ctx context.Context, p *identity.Principal) (*MondaySettings, error) {
-	in, err := s.stored(ctx, p.OrgID, domain.ProviderMonday)
+	in, err := s.stored(ctx, p.OrgID, provider)
 	if err != nil || in == nil {
-		return &MondaySettings{}, err
+		return &Settings{Values: map[string]string{}}, err
 	}
-	return mondayView(in), nil
+	return settingsView(t, in), nil
 }
 
-func mondayView(in *domain.Integration) *MondaySettings {
-	return &MondaySettings{Configured: true, Enabled: in.Enabled, BoardID: in.Settings.BoardID, GroupID: in.Settings.GroupID}
+func settingsView(t tracker.Spec, in *domain.Integration) *Settings {
+	v := &Settings{Configured: true, Enabled: in.Enabled, Values: make(map[string]string, len(t.Fields))}
+	for _, f := range t.Fields {
+		v.Values[f.Key] = in.Settings[f.Key]
+	}
+	return v
 }
 
 // checkedKey validates a key from a request: trimmed, 1 to maxKeyBytes, no blanks inside.
@@ -227,94 +221,77 @@ func checkedKey(k *string) (string, error) {
 	return key, nil
 }
 
-// SaveLinear saves the organization's Linear settings (admins only). A new key is first checked
-// with Linear (viewer { id }): one it refuses is 400 Invalid API key and nothing changes.
-func (s *Service) SaveLinear(ctx context.Context, p *identity.Principal, in LinearInput) (*LinearSettings, error) {
-	if err := p.RequireAdmin(); err != nil {
-		return nil, err
-	}
-	team := strings.TrimSpace(in.TeamID)
-	if team == "" {
-		return nil, domain.BadRequest("Missing required fields", "teamId is required")
-	}
-	if !teamIDPattern.MatchString(team) {
-		return nil, validation("teamId must be a Linear team ID (letters, digits, - and _, at most 64)")
-	}
-	var key string
-	if in.APIKey != nil {
-		var err error
-		if key, err = checkedKey(in.APIKey); err != nil {
-			return nil, err
+// checkedValues validates a request's settings in the order of the tracker's fields: trimmed,
+// present when required, matching the field's pattern.
+func checkedValues(t tracker.Spec, in map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(t.Fields))
+	for _, f := range t.Fields {
+		v := strings.TrimSpace(in[f.Key])
+		switch {
+		case v == "" && f.Required:
+			return nil, domain.BadRequest("Missing required fields", f.Key+" is required")
+		case v != "" && f.Pattern != nil && !f.Pattern.MatchString(v):
+			return nil, validation("%s", f.Rule)
 		}
-		if err := s.linear.CheckKey(ctx, key); err != nil {
-			return nil, s.keyCheckFailed(p, domain.ProviderLinear, err)
-		}
+		out[f.Key] = v
 	}
-	saved, err := s.save(ctx, p, domain.ProviderLinear, key, in.Enabled, func(st *domain.IntegrationSettings) {
-		st.TeamID = team
-	})
-	if err != nil {
-		return nil, err
-	}
-	return linearView(saved), nil
+	return out, nil
 }
 
-// SaveMonday saves the organization's Monday.com settings (admins only). A new token is first
-// checked with Monday.com (me { id account { slug } }): one it refuses is 400 Invalid API key
-// and nothing changes.
-func (s *Service) SaveMonday(ctx context.Context, p *identity.Principal, in MondayInput) (*MondaySettings, error) {
+// Save saves the organization's settings of the tracker provider (admins only). A new key is
+// first checked with the tracker: one it refuses is 400 Invalid API key and nothing changes.
+func (s *Service) Save(ctx context.Context, p *identity.Principal, provider string, in Input) (*Settings, error) {
+	t, tr, err := s.open(provider)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.RequireAdmin(); err != nil {
 		return nil, err
 	}
-	board, group := strings.TrimSpace(in.BoardID), strings.TrimSpace(in.GroupID)
-	if board == "" {
-		return nil, domain.BadRequest("Missing required fields", "boardId is required")
+	values, err := checkedValues(t, in.Values)
+	if err != nil {
+		return nil, err
 	}
-	if !boardIDPattern.MatchString(board) {
-		return nil, validation("boardId must be a Monday.com board ID (digits, at most 20)")
-	}
-	if group != "" && !groupIDPattern.MatchString(group) {
-		return nil, validation("groupId must be a Monday.com group ID (letters, digits, - and _, at most 100)")
-	}
-	var key, slug string
+	var key string
+	var learnt map[string]string
 	if in.APIKey != nil {
-		var err error
 		if key, err = checkedKey(in.APIKey); err != nil {
 			return nil, err
 		}
-		acct, err := s.monday.CheckKey(ctx, key)
-		if err != nil {
-			return nil, s.keyCheckFailed(p, domain.ProviderMonday, err)
+		if learnt, err = tr.Check(ctx, key); err != nil {
+			return nil, s.keyCheckFailed(p, t, err)
 		}
-		slug = acct.Slug
 	}
-	saved, err := s.save(ctx, p, domain.ProviderMonday, key, in.Enabled, func(st *domain.IntegrationSettings) {
-		st.BoardID, st.GroupID = board, group
-		if key != "" {
-			st.AccountSlug = slug
+	saved, err := s.save(ctx, p, t, key, in.Enabled, func(st domain.IntegrationSettings) {
+		for k, v := range values {
+			st[k] = v
+		}
+		for k, v := range learnt { // only with a new key: what the old one told stays
+			st[k] = v
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	return mondayView(saved), nil
+	return settingsView(t, saved), nil
 }
 
 // keyCheckFailed is the answer when checking a new key failed: 400 Invalid API key when the
 // tracker refused it, else the tracker's failure (502, 504); nothing is saved either way.
-func (s *Service) keyCheckFailed(p *identity.Principal, provider string, err error) error {
+func (s *Service) keyCheckFailed(p *identity.Principal, t tracker.Spec, err error) error {
 	if errors.Is(err, gqlclient.ErrKeyRefused) {
-		return domain.BadRequest("Invalid API key", trackerName[provider]+" refused this API key; nothing was saved")
+		return domain.BadRequest("Invalid API key", t.Name+" refused this API key; nothing was saved")
 	}
-	s.log.Warn("checking an organization's tracker key failed", "org", p.OrgID, "provider", provider, "err", err)
-	return s.upstreamError(provider, err, "; the key could not be checked, and nothing was saved")
+	s.log.Warn("checking an organization's tracker key failed", "org", p.OrgID, "provider", t.Provider, "err", err)
+	return s.upstreamError(t, err, "; the key could not be checked, and nothing was saved")
 }
 
 // save stores the organization's integration with provider: the settings edit makes, the key
 // (sealed) when one is given, else the stored one. Saving turns the integration on unless
 // enabled says false. The change is audit-logged, without the key.
-func (s *Service) save(ctx context.Context, p *identity.Principal, provider, key string, enabled *bool,
-	edit func(*domain.IntegrationSettings)) (*domain.Integration, error) {
+func (s *Service) save(ctx context.Context, p *identity.Principal, t tracker.Spec, key string, enabled *bool,
+	edit func(domain.IntegrationSettings)) (*domain.Integration, error) {
+	provider := t.Provider
 	var saved *domain.Integration
 	err := s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
@@ -339,18 +316,19 @@ func (s *Service) save(ctx context.Context, p *identity.Principal, provider, key
 			}
 			in.KeyCipher = sealed
 		}
-		edit(&in.Settings)
+		in.Settings = maps.Clone(cur.Settings)
+		if in.Settings == nil {
+			in.Settings = domain.IntegrationSettings{}
+		}
+		edit(in.Settings)
 		in.Enabled = enabled == nil || *enabled
 		in.UpdatedAt = now
 		if err := tx.Integrations().Put(ctx, &in); err != nil {
 			return err
 		}
 		details := map[string]any{"provider": provider, "enabled": in.Enabled, "keyChanged": key != ""}
-		switch provider {
-		case domain.ProviderLinear:
-			details["teamId"] = in.Settings.TeamID
-		case domain.ProviderMonday:
-			details["boardId"], details["groupId"] = in.Settings.BoardID, in.Settings.GroupID
+		for _, f := range t.Fields {
+			details[f.Key] = in.Settings[f.Key]
 		}
 		saved = &in
 		return s.audit(ctx, tx, p, "integration.updated", provider, details)
@@ -370,8 +348,8 @@ func (s *Service) Remove(ctx context.Context, p *identity.Principal, provider st
 	if err := p.RequireAdmin(); err != nil {
 		return false, err
 	}
-	if !domain.ValidIntegrationProvider(provider) {
-		return false, domain.BadRequest("Unknown provider", "provider must be one of "+strings.Join(domain.IntegrationProviders, ", "))
+	if _, registered := Lookup(provider); !registered && !domain.ValidIntegrationProvider(provider) {
+		return false, domain.BadRequest("Unknown provider", "provider must be one of "+strings.Join(providers(), ", "))
 	}
 	err = s.store.InTx(ctx, func(tx store.Store) error {
 		var err error
@@ -381,4 +359,16 @@ func (s *Service) Remove(ctx context.Context, p *identity.Principal, provider st
 		return s.audit(ctx, tx, p, "integration.removed", provider, map[string]any{"provider": provider})
 	})
 	return removed, err
+}
+
+// providers are the providers an organization can unlink: domain.IntegrationProviders, then
+// any registered tracker they do not name.
+func providers() []string {
+	out := slices.Clone(domain.IntegrationProviders)
+	for _, p := range registry {
+		if !slices.Contains(out, p.Provider) {
+			out = append(out, p.Provider)
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/httpkind"
 	"verdict/internal/identity"
 	"verdict/internal/integrations/trackertest"
 	"verdict/internal/store"
@@ -94,7 +96,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, ctx: ctx, st: st, org: org, logs: &syncBuffer{}, events: &recordedEvents{},
 		linear: trackertest.NewLinear(t, linearKey), monday: trackertest.NewMonday(t, mondayKey)}
 	f.linear.Delay, f.monday.Delay = 2*time.Second, 2*time.Second
-	f.s = New(Deps{Store: st, Box: box, LinearURL: f.linear.URL, MondayURL: f.monday.URL, Timeout: 300 * time.Millisecond,
+	f.s = New(Deps{Store: st, Box: box, Endpoints: map[string]Endpoint{linearP: {URL: f.linear.URL}, mondayP: {URL: f.monday.URL}}, Timeout: 300 * time.Millisecond,
 		ReportURL: func(_ context.Context, e *domain.Execution) string {
 			if e.TaskID == "no-report" {
 				return ""
@@ -123,11 +125,45 @@ func newFixture(t *testing.T) *fixture {
 
 func ptr[T any](v T) *T { return &v }
 
+// The registered trackers' providers.
+const (
+	linearP = "linear"
+	mondayP = "monday"
+)
+
+// linearInput and mondayInput are Input for each tracker, by its settings' names.
+type linearInput struct {
+	APIKey  *string
+	TeamID  string
+	Enabled *bool
+}
+
+func (l linearInput) in() Input {
+	return Input{APIKey: l.APIKey, Values: map[string]string{"teamId": l.TeamID}, Enabled: l.Enabled}
+}
+
+type mondayInput struct {
+	APIKey           *string
+	BoardID, GroupID string
+}
+
+func (m mondayInput) in() Input {
+	return Input{APIKey: m.APIKey, Values: map[string]string{"boardId": m.BoardID, "groupId": m.GroupID}}
+}
+
+func linearSettings(configured, enabled bool, team string) Settings {
+	return Settings{Configured: configured, Enabled: enabled, Values: map[string]string{"teamId": team}}
+}
+
+func sameSettings(got *Settings, want Settings) bool {
+	return got != nil && got.Configured == want.Configured && got.Enabled == want.Enabled && maps.Equal(got.Values, want.Values)
+}
+
 // wantError fails unless err is a *domain.Error with status and code, and never carries a key.
 func wantError(t *testing.T, what string, err error, status int, code string) *domain.Error {
 	t.Helper()
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Status != status || de.Code != code {
+	if !errors.As(err, &de) || httpkind.Status(de.Kind) != status || de.Code != code {
 		t.Fatalf("%s: got %v, want %d %s", what, err, status, code)
 	}
 	if strings.Contains(de.Error(), "TOPSECRET") {
@@ -163,43 +199,43 @@ func (f *fixture) failedRun(task string) *domain.Execution {
 
 func (f *fixture) saveLinear() {
 	f.t.Helper()
-	if _, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}); err != nil {
+	if _, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}.in()); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 func (f *fixture) saveMonday(group string) {
 	f.t.Helper()
-	if _, err := f.s.SaveMonday(f.ctx, f.admin, MondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board, GroupID: group}); err != nil {
+	if _, err := f.s.Save(f.ctx, f.admin, mondayP, mondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board, GroupID: group}.in()); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 func TestLinearSettings(t *testing.T) {
 	f := newFixture(t)
-	got, err := f.s.Linear(f.ctx, f.viewer)
-	if err != nil || *got != (LinearSettings{}) {
+	got, err := f.s.Settings(f.ctx, f.viewer, linearP)
+	if err != nil || !sameSettings(got, Settings{Values: map[string]string{}}) {
 		t.Fatalf("before any save: %+v, %v", got, err)
 	}
 	// Only admins save; a refused key, or a tracker that fails, saves nothing.
 	wantError(t, "developer saves", func() error {
-		_, err := f.s.SaveLinear(f.ctx, f.dev, LinearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team})
+		_, err := f.s.Save(f.ctx, f.dev, linearP, linearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}.in())
 		return err
 	}(), 403, "Forbidden")
 	wantError(t, "no key yet", func() error {
-		_, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{TeamID: trackertest.Team})
+		_, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{TeamID: trackertest.Team}.in())
 		return err
 	}(), 400, "Missing required fields")
 	wantError(t, "no team", func() error {
-		_, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr(linearKey)})
+		_, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr(linearKey)}.in())
 		return err
 	}(), 400, "Missing required fields")
 	wantError(t, "a team ID with spaces", func() error {
-		_, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr(linearKey), TeamID: "my team"})
+		_, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr(linearKey), TeamID: "my team"}.in())
 		return err
 	}(), 400, "Validation error")
 	wantError(t, "a refused key", func() error {
-		_, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr("lin_api_wrong_TOPSECRET"), TeamID: trackertest.Team})
+		_, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr("lin_api_wrong_TOPSECRET"), TeamID: trackertest.Team}.in())
 		return err
 	}(), 400, "Invalid API key")
 	for _, c := range []struct {
@@ -213,19 +249,19 @@ func TestLinearSettings(t *testing.T) {
 		{trackertest.Malformed, 502, "Tracker error", "could not be read"},
 	} {
 		f.linear.Set(c.mode)
-		_, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team})
+		_, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}.in())
 		de := wantError(t, string(c.mode), err, c.status, c.code)
 		if !strings.Contains(de.Message, c.says) || !strings.Contains(de.Message, "nothing was saved") {
 			t.Errorf("%s: message %q, want it to say %q and that nothing was saved", c.mode, de.Message, c.says)
 		}
 	}
 	f.linear.Set(trackertest.OK)
-	if _, err := f.st.Integrations().Get(f.ctx, f.org.ID, domain.ProviderLinear); !errors.Is(err, store.ErrNotFound) {
+	if _, err := f.st.Integrations().Get(f.ctx, f.org.ID, linearP); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("something was stored after failed saves: %v", err)
 	}
 
-	saved, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{APIKey: ptr("  " + linearKey + "\n"), TeamID: trackertest.Team})
-	if err != nil || *saved != (LinearSettings{Configured: true, Enabled: true, TeamID: trackertest.Team}) {
+	saved, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{APIKey: ptr("  " + linearKey + "\n"), TeamID: trackertest.Team}.in())
+	if err != nil || !sameSettings(saved, linearSettings(true, true, trackertest.Team)) {
 		t.Fatalf("save: %+v, %v", saved, err)
 	}
 	reqs := f.linear.Requests()
@@ -234,23 +270,23 @@ func TestLinearSettings(t *testing.T) {
 		t.Fatalf("the key check: %+v", last)
 	}
 	// The key is sealed at rest.
-	in, err := f.st.Integrations().Get(f.ctx, f.org.ID, domain.ProviderLinear)
+	in, err := f.st.Integrations().Get(f.ctx, f.org.ID, linearP)
 	if err != nil || strings.Contains(in.KeyCipher, "TOPSECRET") || in.KeyCipher == "" {
 		t.Fatalf("stored: %+v, %v", in, err)
 	}
 	// enabled: false keeps the credentials, without asking Linear; so does a save without a key.
 	n := len(f.linear.Requests())
-	off, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{TeamID: trackertest.Team, Enabled: ptr(false)})
-	if err != nil || *off != (LinearSettings{Configured: true, Enabled: false, TeamID: trackertest.Team}) {
+	off, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{TeamID: trackertest.Team, Enabled: ptr(false)}.in())
+	if err != nil || !sameSettings(off, linearSettings(true, false, trackertest.Team)) {
 		t.Fatalf("disable: %+v, %v", off, err)
 	}
-	if after, _ := f.st.Integrations().Get(f.ctx, f.org.ID, domain.ProviderLinear); after.KeyCipher != in.KeyCipher {
+	if after, _ := f.st.Integrations().Get(f.ctx, f.org.ID, linearP); after.KeyCipher != in.KeyCipher {
 		t.Fatal("disabling changed the stored key")
 	}
 	if len(f.linear.Requests()) != n {
 		t.Fatal("a save without a key asked Linear")
 	}
-	if got, _ := f.s.Linear(f.ctx, f.viewer); got.Enabled || !got.Configured {
+	if got, _ := f.s.Settings(f.ctx, f.viewer, linearP); got.Enabled || !got.Configured {
 		t.Fatalf("viewer reads %+v", got)
 	}
 	audit, err := f.st.Audit().List(f.ctx, f.org.ID, 10)
@@ -267,19 +303,19 @@ func TestLinearSettings(t *testing.T) {
 func TestMondaySettings(t *testing.T) {
 	f := newFixture(t)
 	wantError(t, "a refused token", func() error {
-		_, err := f.s.SaveMonday(f.ctx, f.admin, MondayInput{APIKey: ptr("bad-TOPSECRET"), BoardID: trackertest.Board})
+		_, err := f.s.Save(f.ctx, f.admin, mondayP, mondayInput{APIKey: ptr("bad-TOPSECRET"), BoardID: trackertest.Board}.in())
 		return err
 	}(), 400, "Invalid API key")
 	wantError(t, "a board that is not a number", func() error {
-		_, err := f.s.SaveMonday(f.ctx, f.admin, MondayInput{APIKey: ptr(mondayKey), BoardID: "board-1"})
+		_, err := f.s.Save(f.ctx, f.admin, mondayP, mondayInput{APIKey: ptr(mondayKey), BoardID: "board-1"}.in())
 		return err
 	}(), 400, "Validation error")
 	wantError(t, "viewer saves", func() error {
-		_, err := f.s.SaveMonday(f.ctx, f.viewer, MondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board})
+		_, err := f.s.Save(f.ctx, f.viewer, mondayP, mondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board}.in())
 		return err
 	}(), 403, "Forbidden")
-	saved, err := f.s.SaveMonday(f.ctx, f.admin, MondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board, GroupID: "topics"})
-	if err != nil || *saved != (MondaySettings{Configured: true, Enabled: true, BoardID: trackertest.Board, GroupID: "topics"}) {
+	saved, err := f.s.Save(f.ctx, f.admin, mondayP, mondayInput{APIKey: ptr(mondayKey), BoardID: trackertest.Board, GroupID: "topics"}.in())
+	if err != nil || !sameSettings(saved, Settings{Configured: true, Enabled: true, Values: map[string]string{"boardId": trackertest.Board, "groupId": "topics"}}) {
 		t.Fatalf("save: %+v, %v", saved, err)
 	}
 	reqs := f.monday.Requests()
@@ -288,16 +324,16 @@ func TestMondaySettings(t *testing.T) {
 		last.Header.Get("API-Version") == "" {
 		t.Fatalf("the token check: %+v", last)
 	}
-	in, _ := f.st.Integrations().Get(f.ctx, f.org.ID, domain.ProviderMonday)
-	if in.Settings.AccountSlug != "acme" {
+	in, _ := f.st.Integrations().Get(f.ctx, f.org.ID, mondayP)
+	if in.Settings["accountSlug"] != "acme" {
 		t.Fatalf("the account's slug was not kept: %+v", in.Settings)
 	}
 	// A save without a token keeps the token and the slug; without a group, the group is gone.
-	saved, err = f.s.SaveMonday(f.ctx, f.admin, MondayInput{BoardID: trackertest.Board})
-	if err != nil || saved.GroupID != "" || !saved.Enabled {
+	saved, err = f.s.Save(f.ctx, f.admin, mondayP, mondayInput{BoardID: trackertest.Board}.in())
+	if err != nil || saved.Values["groupId"] != "" || !saved.Enabled {
 		t.Fatalf("second save: %+v, %v", saved, err)
 	}
-	if in2, _ := f.st.Integrations().Get(f.ctx, f.org.ID, domain.ProviderMonday); in2.KeyCipher != in.KeyCipher || in2.Settings.AccountSlug != "acme" {
+	if in2, _ := f.st.Integrations().Get(f.ctx, f.org.ID, mondayP); in2.KeyCipher != in.KeyCipher || in2.Settings["accountSlug"] != "acme" {
 		t.Fatalf("second save changed the token or the slug: %+v", in2)
 	}
 }
@@ -306,18 +342,18 @@ func TestRemove(t *testing.T) {
 	f := newFixture(t)
 	f.saveLinear()
 	run := f.failedRun("run-1")
-	if _, err := f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID}); err != nil {
+	if _, err := f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.s.Remove(f.ctx, f.dev, domain.ProviderLinear)
+	_, err := f.s.Remove(f.ctx, f.dev, linearP)
 	wantError(t, "developer removes", err, 403, "Forbidden")
 	_, err = f.s.Remove(f.ctx, f.admin, "trello")
 	wantError(t, "unknown provider", err, 400, "Unknown provider")
-	removed, err := f.s.Remove(f.ctx, f.admin, domain.ProviderLinear)
+	removed, err := f.s.Remove(f.ctx, f.admin, linearP)
 	if err != nil || !removed {
 		t.Fatalf("remove: %v, %v", removed, err)
 	}
-	if got, _ := f.s.Linear(f.ctx, f.viewer); got.Configured || got.Enabled {
+	if got, _ := f.s.Settings(f.ctx, f.viewer, linearP); got.Configured || got.Enabled {
 		t.Fatalf("after remove: %+v", got)
 	}
 	for _, p := range domain.IntegrationProviders {
@@ -328,47 +364,47 @@ func TestRemove(t *testing.T) {
 	if e, _ := f.st.Executions().Get(f.ctx, f.org.ID, run.TaskID); len(e.Tickets) != 1 {
 		t.Fatalf("the run's ticket went with the integration: %+v", e.Tickets)
 	}
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID})
 	wantError(t, "after remove", err, 400, "Integration not configured")
 }
 
 func TestLinearIssue(t *testing.T) {
 	f := newFixture(t)
 	run := f.failedRun("nightly-42")
-	_, err := f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+	_, err := f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID})
 	wantError(t, "not configured", err, 400, "Integration not configured")
 	f.saveLinear()
 
-	_, err = f.s.CreateLinearIssue(f.ctx, f.viewer, TicketInput{TaskID: "nope"})
+	_, err = f.s.CreateTicket(f.ctx, f.viewer, linearP, TicketInput{TaskID: "nope"})
 	wantError(t, "a viewer, past the role", err, 404, "Execution not found")
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{})
 	wantError(t, "no taskId", err, 400, "Missing required fields")
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: "nope"})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: "nope"})
 	wantError(t, "unknown run", err, 404, "Execution not found")
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: "../x"})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: "../x"})
 	wantError(t, "a taskId of another shape", err, 404, "Execution not found")
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID, Title: "two\nlines"})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID, Title: "two\nlines"})
 	wantError(t, "a title on two lines", err, 400, "Validation error")
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID, Description: strings.Repeat("x", maxDescriptionBytes+1)})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID, Description: strings.Repeat("x", maxDescriptionBytes+1)})
 	wantError(t, "a description too long", err, 400, "Validation error")
 	pending := &domain.Execution{ID: domain.NewID(), OrganizationID: f.org.ID, TaskID: "pending-1", Image: "x", Status: domain.ExecPending,
 		QueuedAt: time.Now()}
 	if err := f.st.Executions().Create(f.ctx, pending); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: "pending-1"})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: "pending-1"})
 	wantError(t, "a run in progress", err, 409, "Execution not finished")
 	if len(f.linear.Issues()) != 0 {
 		t.Fatal("a refused request created an issue")
 	}
 
-	c, err := f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID, Description: "Seen on **staging** only."})
+	c, err := f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID, Description: "Seen on **staging** only."})
 	if err != nil {
 		t.Fatal(err)
 	}
 	issues := f.linear.Issues()
 	if len(issues) != 1 || c.Ticket.ExternalID != issues[0].ID || c.Ticket.Identifier != "ENG-1" || c.Ticket.URL != issues[0].URL ||
-		c.Ticket.Provider != domain.ProviderLinear || c.Ticket.CreatedBy != f.dev.UserID || c.Warning != "" {
+		c.Ticket.Provider != linearP || c.Ticket.CreatedBy != f.dev.UserID || c.Warning != "" {
 		t.Fatalf("created %+v; Linear has %+v", c, issues)
 	}
 	is := issues[0]
@@ -407,7 +443,7 @@ func TestLinearIssue(t *testing.T) {
 	if err := f.st.Executions().Create(f.ctx, bare); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.CreateLinearIssue(f.ctx, f.admin, TicketInput{TaskID: "no-report", Title: "  Broken image  "}); err != nil {
+	if _, err := f.s.CreateTicket(f.ctx, f.admin, linearP, TicketInput{TaskID: "no-report", Title: "  Broken image  "}); err != nil {
 		t.Fatal(err)
 	}
 	is = f.linear.Issues()[1]
@@ -417,10 +453,10 @@ func TestLinearIssue(t *testing.T) {
 	}
 
 	// Disabled: 400, and Linear is not asked.
-	if _, err := f.s.SaveLinear(f.ctx, f.admin, LinearInput{TeamID: trackertest.Team, Enabled: ptr(false)}); err != nil {
+	if _, err := f.s.Save(f.ctx, f.admin, linearP, linearInput{TeamID: trackertest.Team, Enabled: ptr(false)}.in()); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+	_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID})
 	wantError(t, "disabled", err, 400, "Integration disabled")
 	if len(f.linear.Issues()) != 2 {
 		t.Fatal("a disabled integration created an issue")
@@ -445,7 +481,7 @@ func TestLinearIssueUpstreamFailures(t *testing.T) {
 	} {
 		f.linear.Set(c.mode)
 		start := time.Now()
-		_, err := f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+		_, err := f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID})
 		de := wantError(t, string(c.mode), err, c.status, c.code)
 		if !strings.Contains(de.Message, c.says) {
 			t.Errorf("%s: message %q, want %q", c.mode, de.Message, c.says)
@@ -466,7 +502,7 @@ func TestMondayItem(t *testing.T) {
 	f := newFixture(t)
 	run := f.failedRun("run-1")
 	f.saveMonday("")
-	c, err := f.s.CreateMondayItem(f.ctx, f.dev, TicketInput{TaskID: run.TaskID, Title: "Checkout fails", Description: "Line one\n<b>two</b>"})
+	c, err := f.s.CreateTicket(f.ctx, f.dev, mondayP, TicketInput{TaskID: run.TaskID, Title: "Checkout fails", Description: "Line one\n<b>two</b>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +536,7 @@ func TestMondayItem(t *testing.T) {
 	// A group from the settings; a link made from the account when the answer has none.
 	f.saveMonday("topics")
 	f.monday.NoURL = true
-	c, err = f.s.CreateMondayItem(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+	c, err = f.s.CreateTicket(f.ctx, f.dev, mondayP, TicketInput{TaskID: run.TaskID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +549,7 @@ func TestMondayItem(t *testing.T) {
 
 	// The update fails: the item is recorded all the same, with a warning.
 	f.monday.Set(trackertest.NoUpdate)
-	c, err = f.s.CreateMondayItem(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+	c, err = f.s.CreateTicket(f.ctx, f.dev, mondayP, TicketInput{TaskID: run.TaskID})
 	if err != nil || !strings.Contains(c.Warning, "Update body is too long") {
 		t.Fatalf("without the update: %+v, %v", c, err)
 	}
@@ -535,7 +571,7 @@ func TestMondayItem(t *testing.T) {
 		{trackertest.LegacyError, 502, "Tracker error", "Monday.com: The board does not exist"},
 	} {
 		f.monday.Set(c.mode)
-		_, err := f.s.CreateMondayItem(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+		_, err := f.s.CreateTicket(f.ctx, f.dev, mondayP, TicketInput{TaskID: run.TaskID})
 		de := wantError(t, string(c.mode), err, c.status, c.code)
 		if !strings.Contains(de.Message, c.says) {
 			t.Errorf("%s: message %q, want %q", c.mode, de.Message, c.says)
@@ -557,9 +593,9 @@ func TestConcurrentTicketsKeepBoth(t *testing.T) {
 		wg.Go(func() {
 			var err error
 			if i%2 == 0 {
-				_, err = f.s.CreateLinearIssue(f.ctx, f.dev, TicketInput{TaskID: run.TaskID})
+				_, err = f.s.CreateTicket(f.ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID})
 			} else {
-				_, err = f.s.CreateMondayItem(f.ctx, f.admin, TicketInput{TaskID: run.TaskID})
+				_, err = f.s.CreateTicket(f.ctx, f.admin, mondayP, TicketInput{TaskID: run.TaskID})
 			}
 			errs <- err
 		})
@@ -587,12 +623,12 @@ func TestOtherOrganizationsRun(t *testing.T) {
 	}
 	// The other organization has Linear too, but not this run.
 	outsider := &identity.Principal{UserID: domain.NewID(), OrgID: other.ID, Role: domain.RoleAdmin}
-	if _, err := f.s.SaveLinear(f.ctx, outsider, LinearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}); err != nil {
+	if _, err := f.s.Save(f.ctx, outsider, linearP, linearInput{APIKey: ptr(linearKey), TeamID: trackertest.Team}.in()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.s.CreateLinearIssue(f.ctx, outsider, TicketInput{TaskID: run.TaskID})
+	_, err := f.s.CreateTicket(f.ctx, outsider, linearP, TicketInput{TaskID: run.TaskID})
 	wantError(t, "another organization's run", err, 404, "Execution not found")
-	if got, _ := f.s.Linear(f.ctx, &identity.Principal{OrgID: other.ID, Role: domain.RoleViewer}); !got.Enabled {
+	if got, _ := f.s.Settings(f.ctx, &identity.Principal{OrgID: other.ID, Role: domain.RoleViewer}, linearP); !got.Enabled {
 		t.Fatal("settings are not per organization")
 	}
 	if n := len(f.linear.Issues()); n != 0 {
@@ -609,7 +645,7 @@ func TestCallerLeaves(t *testing.T) {
 	f.linear.Set(trackertest.Slow)
 	ctx, cancel := context.WithCancel(f.ctx)
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err := f.s.CreateLinearIssue(ctx, f.dev, TicketInput{TaskID: run.TaskID}); err != nil {
+	if _, err := f.s.CreateTicket(ctx, f.dev, linearP, TicketInput{TaskID: run.TaskID}); err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Err() == nil {

@@ -10,6 +10,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/integrations/tracker"
 	"verdict/internal/store"
 )
 
@@ -40,10 +41,17 @@ var (
 	errNotFound = domain.NotFound("Execution not found", "No such execution in your organization")
 )
 
-// CreateLinearIssue creates a Linear issue from a finished run of the caller's organization
-// (admins and developers) in the team of the organization's settings, and records it on the run.
-func (s *Service) CreateLinearIssue(ctx context.Context, p *identity.Principal, in TicketInput) (*Created, error) {
-	in, integ, run, key, err := s.prepare(ctx, p, domain.ProviderLinear, in)
+// CreateTicket creates a ticket in the tracker provider from a finished run of the caller's
+// organization, in the place of the organization's settings (a Linear team, a Monday.com board
+// and group), and records it on the run. A ticket the tracker created but could not complete
+// (a Monday.com item whose update with the run's details failed) is recorded too;
+// Created.Warning then says so.
+func (s *Service) CreateTicket(ctx context.Context, p *identity.Principal, provider string, in TicketInput) (*Created, error) {
+	t, tr, err := s.open(provider)
+	if err != nil {
+		return nil, err
+	}
+	in, integ, run, key, err := s.prepare(ctx, p, t, in)
 	if err != nil {
 		return nil, err
 	}
@@ -51,59 +59,35 @@ func (s *Service) CreateLinearIssue(ctx context.Context, p *identity.Principal, 
 	if title == "" {
 		title = defaultTitle(run)
 	}
-	body := describe(run, s.reportURL(ctx, run)).markdown(in.Description)
-	// Once asked, the issue may exist: the call and the record outlive a caller who leaves.
-	issue, err := s.linear.CreateIssue(context.WithoutCancel(ctx), key, integ.Settings.TeamID, title, body)
+	story := describe(run, s.reportURL(ctx, run))
+	ticket := tracker.Ticket{Title: title, Markdown: story.markdown(in.Description), HTML: story.html(in.Description)}
+	// Once asked, the ticket may exist: the calls and the record outlive a caller who leaves.
+	filed, err := tr.CreateTicket(context.WithoutCancel(ctx), key, integ.Settings, ticket)
 	if err != nil {
-		s.log.Warn("creating a Linear issue failed", "org", p.OrgID, "task", run.TaskID, "err", err)
-		return nil, s.upstreamError(domain.ProviderLinear, err, "")
-	}
-	t := domain.Ticket{OrganizationID: p.OrgID, ExecutionID: run.ID, Provider: domain.ProviderLinear,
-		ExternalID: issue.ID, Identifier: issue.Identifier, URL: issue.URL, Title: orDefault(issue.Title, title)}
-	return s.record(ctx, p, run, t, "")
-}
-
-// CreateMondayItem creates a Monday.com item from a finished run of the caller's organization
-// (admins and developers) on the board (and group) of the organization's settings, posts the
-// run's details as the item's first update, and records the item on the run. The item is
-// recorded even when the update fails; Created.Warning then says so.
-func (s *Service) CreateMondayItem(ctx context.Context, p *identity.Principal, in TicketInput) (*Created, error) {
-	in, integ, run, key, err := s.prepare(ctx, p, domain.ProviderMonday, in)
-	if err != nil {
-		return nil, err
-	}
-	name := in.Title
-	if name == "" {
-		name = defaultTitle(run)
-	}
-	st := integ.Settings
-	// Once asked, the item may exist: the calls and the record outlive a caller who leaves.
-	item, err := s.monday.CreateItem(context.WithoutCancel(ctx), key, st.BoardID, st.GroupID, name, st.AccountSlug)
-	if err != nil {
-		s.log.Warn("creating a Monday.com item failed", "org", p.OrgID, "task", run.TaskID, "err", err)
-		return nil, s.upstreamError(domain.ProviderMonday, err, "")
+		s.log.Warn("creating a "+t.Name+" "+t.TicketNoun+" failed", "org", p.OrgID, "task", run.TaskID, "err", err)
+		return nil, s.upstreamError(t, err, "")
 	}
 	warning := ""
-	body := describe(run, s.reportURL(ctx, run)).html(in.Description)
-	if err := s.monday.AddUpdate(context.WithoutCancel(ctx), key, item.ID, body); err != nil {
-		s.log.Warn("posting a Monday.com item's update failed", "org", p.OrgID, "task", run.TaskID, "item", item.ID, "err", err)
+	if filed.Incomplete != nil {
+		s.log.Warn("a "+t.Name+" "+t.TicketNoun+" was created but not completed", "org", p.OrgID, "task", run.TaskID,
+			"ticket", filed.ExternalID, "err", filed.Incomplete)
 		msg := "the update could not be posted"
 		var de *domain.Error
-		if errors.As(s.upstreamError(domain.ProviderMonday, err, ""), &de) {
+		if errors.As(s.upstreamError(t, filed.Incomplete, ""), &de) {
 			msg = de.Message
 		}
-		warning = "The item was created, but the update with the run's details was not posted: " + msg
+		warning = "The " + t.TicketNoun + " was created, but the update with the run's details was not posted: " + msg
 	}
-	t := domain.Ticket{OrganizationID: p.OrgID, ExecutionID: run.ID, Provider: domain.ProviderMonday,
-		ExternalID: item.ID, URL: item.URL, Title: orDefault(item.Name, name)}
-	return s.record(ctx, p, run, t, warning)
+	record := domain.Ticket{OrganizationID: p.OrgID, ExecutionID: run.ID, Provider: t.Provider, ExternalID: filed.ExternalID,
+		Identifier: filed.Identifier, URL: filed.URL, Title: orDefault(filed.Title, title)}
+	return s.record(ctx, p, run, record, warning)
 }
 
 // prepare checks a ticket request in the order a client can act on (every member, viewers
 // too, may file a ticket from a run they can read): the body, the
 // organization's integration (stored and on), then the run (the organization's, finished). It
 // returns the cleaned input, the integration, the run and the opened key.
-func (s *Service) prepare(ctx context.Context, p *identity.Principal, provider string, in TicketInput) (
+func (s *Service) prepare(ctx context.Context, p *identity.Principal, t tracker.Spec, in TicketInput) (
 	TicketInput, *domain.Integration, *domain.Execution, string, error) {
 	fail := func(err error) (TicketInput, *domain.Integration, *domain.Execution, string, error) {
 		return in, nil, nil, "", err
@@ -120,14 +104,14 @@ func (s *Service) prepare(ctx context.Context, p *identity.Principal, provider s
 	if len(in.Description) > maxDescriptionBytes || !utf8.ValidString(in.Description) {
 		return fail(validation("description must be UTF-8 text of at most %d bytes", maxDescriptionBytes))
 	}
-	integ, err := s.stored(ctx, p.OrgID, provider)
+	integ, err := s.stored(ctx, p.OrgID, t.Provider)
 	switch {
 	case err != nil:
 		return fail(err)
 	case integ == nil:
-		return fail(errNotConfigured(provider))
+		return fail(errNotConfigured(t))
 	case !integ.Enabled:
-		return fail(errDisabled(provider))
+		return fail(errDisabled(t))
 	}
 	if !domain.ValidTaskID(in.TaskID) {
 		return fail(errNotFound)
@@ -145,7 +129,7 @@ func (s *Service) prepare(ctx context.Context, p *identity.Principal, provider s
 	}
 	key, err := s.box.Open(integ.KeyCipher)
 	if err != nil {
-		s.log.Error("an organization's tracker key could not be opened", "org", p.OrgID, "provider", provider)
+		s.log.Error("an organization's tracker key could not be opened", "org", p.OrgID, "provider", t.Provider)
 		return fail(errors.New("the stored tracker key could not be opened"))
 	}
 	return in, integ, run, string(key), nil

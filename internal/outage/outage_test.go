@@ -30,7 +30,7 @@ func TestRefusal(t *testing.T) {
 	away := fmt.Errorf("reading: %w", domain.DependencyUnavailable("database", errors.New("connection refused")))
 	for i := 0; i < 3; i++ {
 		de, ok := r.Refusal(away)
-		if !ok || de.Status != 503 || de.Code != "Service unavailable" || !strings.Contains(de.Message, "database") || de.Fields["retryAfter"] != 5 {
+		if !ok || de.Kind != domain.KindUnavailable || de.Code != "Service unavailable" || !strings.Contains(de.Message, "database") || de.Fields["retryAfter"] != 5 {
 			t.Fatalf("refusal: %v %+v", ok, de)
 		}
 		now = now.Add(time.Second)

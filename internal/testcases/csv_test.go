@@ -170,7 +170,7 @@ func TestParseCSVRefusesMalformedFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := ParseCSV([]byte(c.file))
 			var de *domain.Error
-			if !errors.As(err, &de) || de.Status != 400 || de.Code != c.code || de.Message != c.message {
+			if !errors.As(err, &de) || de.Kind != domain.KindInvalid || de.Code != c.code || de.Message != c.message {
 				t.Fatalf("got %v, %v; want 400 %s: %s", p, err, c.code, c.message)
 			}
 		})
@@ -201,7 +201,7 @@ func FuzzParseCSV(f *testing.F) {
 		p, err := ParseCSV(data)
 		if err != nil {
 			var de *domain.Error
-			if p != nil || !errors.As(err, &de) || de.Status != 400 || de.Message == "" {
+			if p != nil || !errors.As(err, &de) || de.Kind != domain.KindInvalid || de.Message == "" {
 				t.Fatalf("ParseCSV(%q) = %v, %v; want nil and a 400", data, p, err)
 			}
 			return

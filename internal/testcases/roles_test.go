@@ -27,7 +27,7 @@ func TestViewersCannotWrite(t *testing.T) {
 		"Import": func() error { _, err := s.Import(ctx, p, domain.NewID(), []byte("Title\nx\n")); return err },
 	} {
 		var de *domain.Error
-		if err := call(); !errors.As(err, &de) || de.Status != 403 || de.Code != "Forbidden" ||
+		if err := call(); !errors.As(err, &de) || de.Kind != domain.KindForbidden || de.Code != "Forbidden" ||
 			de.Message != "Viewers cannot create, change, import or delete test cases" {
 			t.Errorf("%s as a viewer: %v, want 403 Forbidden", op, err)
 		}

@@ -19,26 +19,6 @@ import (
 
 const casesPath = "/test-cases"
 
-// toolRoutes are the routes of the test cases, the automation planner and the tracker
-// integrations.
-func (s *Server) toolRoutes() {
-	s.mux.HandleFunc("GET /test-cases", s.signedIn(s.testCasesPage))
-	s.mux.HandleFunc("POST /test-cases", s.signedIn(s.csrf(s.takes("api", s.createTestCase))))
-	s.mux.HandleFunc("POST /test-cases/import", s.signedIn(s.upload(s.takes("api", s.importTestCases))))
-	s.mux.HandleFunc("GET /test-cases/{id}", s.signedIn(s.testCasePage))
-	s.mux.HandleFunc("POST /test-cases/{id}", s.signedIn(s.csrf(s.takes("api", s.updateTestCase))))
-	s.mux.HandleFunc("POST /test-cases/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteTestCase))))
-	s.mux.HandleFunc("GET /planner", s.signedIn(s.plannerPage))
-	s.mux.HandleFunc("POST /planner", s.signedIn(s.csrf(s.takes("strict", s.generatePlan))))
-	s.mux.HandleFunc("GET /planner/{id}", s.signedIn(s.planPage))
-	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
-	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
-	s.mux.HandleFunc("POST /settings/integrations/linear", s.signedIn(s.csrf(s.takes("strict", s.saveLinear))))
-	s.mux.HandleFunc("POST /settings/integrations/monday", s.signedIn(s.csrf(s.takes("strict", s.saveMonday))))
-	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
-	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
-}
-
 var errCasesOff = domain.Unavailable("Test cases not available", "Manual test cases are not available on this server")
 
 // caseForm is a test case as its form shows it: tags comma-separated, steps one a line with
@@ -329,7 +309,7 @@ func (s *Server) updateTestCase(w http.ResponseWriter, r *http.Request) {
 	c, err := s.testCases.Update(r.Context(), st.p, id, in)
 	if err != nil {
 		var de *domain.Error
-		if errors.As(err, &de) && de.Status == http.StatusNotFound {
+		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
 			s.fail(w, r, err)
 			return
 		}

@@ -6,25 +6,34 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/integrations"
+	"verdict/internal/integrations/tracker"
 )
 
-// The tracker integrations (/settings/integrations): the organization's Linear and Monday.com
-// settings, saved by admins through integrations.Service (which checks a new key with the
-// tracker before sealing it; the page only ever shows whether one is stored), and the ticket
-// buttons of a finished run's page.
+// The tracker integrations (/settings/integrations): the organization's settings of each
+// registered tracker (integrations.Trackers), saved by admins through integrations.Service
+// (which checks a new key with the tracker before sealing it; the page only ever shows whether
+// one is stored), and the ticket buttons of a finished run's page. A tracker's panel, form and
+// button are made from its tracker.Spec: a new tracker needs nothing here.
 
 const integrationsPath = "/settings/integrations"
+
+var errNoTracker = domain.NotFound("Integration not found", "No such tracker")
 
 var errTrackersOff = domain.Unavailable("Integrations not available", "Tracker integrations are not available on this server")
 
 type integrationsData struct {
 	Admin       bool
-	Linear      *integrations.LinearSettings
-	Monday      *integrations.MondaySettings
+	Trackers    []trackerPanel
 	ReadError   *formError
 	Unavailable bool
-	// The refusal of a form, shown above it, with what was typed (never the key).
-	LinearError, MondayError *formError
+}
+
+// trackerPanel is a tracker's part of the page: its settings and the refusal of its form,
+// shown above it with what was typed (never the key).
+type trackerPanel struct {
+	tracker.Spec
+	Settings *integrations.Settings
+	Error    *formError
 }
 
 func (s *Server) integrationsData(r *http.Request) integrationsData {
@@ -34,19 +43,32 @@ func (s *Server) integrationsData(r *http.Request) integrationsData {
 		d.Unavailable = true
 		return d
 	}
-	var err error
-	if d.Linear, err = s.trackers.Linear(r.Context(), st.p); err == nil {
-		d.Monday, err = s.trackers.Monday(r.Context(), st.p)
-	}
-	if err != nil {
-		d.ReadError = s.formErrorOf(r, err)
-		d.Linear, d.Monday = nil, nil
+	for _, t := range integrations.Trackers() {
+		settings, err := s.trackers.Settings(r.Context(), st.p, t.Provider)
+		if err != nil {
+			d.ReadError = s.formErrorOf(r, err)
+			d.Trackers = nil
+			return d
+		}
+		d.Trackers = append(d.Trackers, trackerPanel{Spec: t, Settings: settings})
 	}
 	return d
 }
 
 func (s *Server) integrationsPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "integrations", "Integrations", s.integrationsData(r))
+}
+
+// knownTracker serves h for a registered tracker's {provider}; any other is the not-found page,
+// as for a path that does not exist.
+func (s *Server) knownTracker(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := integrations.Lookup(r.PathValue("provider")); !ok {
+			s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
+			return
+		}
+		h(w, r)
+	}
 }
 
 // apiKeyOf is the key field: empty keeps the stored key (nil to the service).
@@ -57,48 +79,40 @@ func apiKeyOf(r *http.Request) *string {
 	return nil
 }
 
-func (s *Server) saveLinear(w http.ResponseWriter, r *http.Request) {
+// saveTracker saves a tracker's settings from its form (/settings/integrations/{provider}).
+func (s *Server) saveTracker(w http.ResponseWriter, r *http.Request) {
 	if s.trackers == nil {
 		s.fail(w, r, errTrackersOff)
 		return
 	}
+	t, _ := integrations.Lookup(r.PathValue("provider"))
 	enabled := r.PostFormValue("enabled") == "on"
-	team := r.PostFormValue("teamId")
-	_, err := s.trackers.SaveLinear(r.Context(), stateOf(r).p, integrations.LinearInput{APIKey: apiKeyOf(r), TeamID: team, Enabled: &enabled})
-	if err != nil {
+	in := integrations.Input{APIKey: apiKeyOf(r), Values: make(map[string]string, len(t.Fields)), Enabled: &enabled}
+	for _, f := range t.Fields {
+		in.Values[f.Key] = r.PostFormValue(f.Key)
+	}
+	if _, err := s.trackers.Save(r.Context(), stateOf(r).p, t.Provider, in); err != nil {
 		d := s.integrationsData(r)
-		d.LinearError = s.formErrorOf(r, err)
-		if d.Linear != nil {
-			d.Linear.TeamID, d.Linear.Enabled = team, enabled
+		fe := s.formErrorOf(r, err)
+		for i := range d.Trackers {
+			if p := &d.Trackers[i]; p.Provider == t.Provider {
+				p.Error = fe
+				p.Settings.Values, p.Settings.Enabled = in.Values, enabled
+			}
 		}
-		s.render(w, r, d.LinearError.Status, "integrations", "Integrations", d)
+		s.render(w, r, fe.Status, "integrations", "Integrations", d)
 		return
 	}
-	s.done(w, r, integrationsPath, "Linear settings saved.")
+	s.done(w, r, integrationsPath, t.Name+" settings saved.")
 }
 
-func (s *Server) saveMonday(w http.ResponseWriter, r *http.Request) {
-	if s.trackers == nil {
-		s.fail(w, r, errTrackersOff)
-		return
+// trackerName is how the page names provider: its tracker's name, else the provider itself.
+func trackerName(provider string) string {
+	if t, ok := integrations.Lookup(provider); ok {
+		return t.Name
 	}
-	enabled := r.PostFormValue("enabled") == "on"
-	board, group := r.PostFormValue("boardId"), r.PostFormValue("groupId")
-	_, err := s.trackers.SaveMonday(r.Context(), stateOf(r).p, integrations.MondayInput{APIKey: apiKeyOf(r), BoardID: board,
-		GroupID: group, Enabled: &enabled})
-	if err != nil {
-		d := s.integrationsData(r)
-		d.MondayError = s.formErrorOf(r, err)
-		if d.Monday != nil {
-			d.Monday.BoardID, d.Monday.GroupID, d.Monday.Enabled = board, group, enabled
-		}
-		s.render(w, r, d.MondayError.Status, "integrations", "Integrations", d)
-		return
-	}
-	s.done(w, r, integrationsPath, "Monday.com settings saved.")
+	return provider
 }
-
-var providerNames = map[string]string{domain.ProviderLinear: "Linear", domain.ProviderMonday: "Monday.com"}
 
 func (s *Server) removeIntegration(w http.ResponseWriter, r *http.Request) {
 	if s.trackers == nil {
@@ -111,10 +125,7 @@ func (s *Server) removeIntegration(w http.ResponseWriter, r *http.Request) {
 		s.refused(w, r, integrationsPath, err)
 		return
 	}
-	name := providerNames[provider]
-	if name == "" {
-		name = provider
-	}
+	name := trackerName(provider)
 	if !removed {
 		s.done(w, r, integrationsPath, name+" had no stored settings.")
 		return
@@ -135,41 +146,37 @@ func (s *Server) runTickets(r *http.Request) []ticketButton {
 	}
 	st := stateOf(r)
 	var out []ticketButton
-	if l, err := s.trackers.Linear(r.Context(), st.p); err == nil && l.Enabled {
-		out = append(out, ticketButton{Provider: domain.ProviderLinear, Name: "Linear"})
-	}
-	if m, err := s.trackers.Monday(r.Context(), st.p); err == nil && m.Enabled {
-		out = append(out, ticketButton{Provider: domain.ProviderMonday, Name: "Monday.com"})
+	for _, t := range integrations.Trackers() {
+		if set, err := s.trackers.Settings(r.Context(), st.p, t.Provider); err == nil && set.Enabled {
+			out = append(out, ticketButton{Provider: t.Provider, Name: t.Name})
+		}
 	}
 	return out
 }
 
-// createTicket creates a Linear issue or a Monday.com item from the run, as POST
-// /api/linear/issues and /api/monday/items do, and goes back to the run's page, which lists it.
+// createTicket creates a ticket in the tracker {provider} from the run, as the tracker's API
+// route does (POST /api/linear/issues, /api/monday/items), and goes back to the run's page,
+// which lists it.
 func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("taskId")
 	if s.trackers == nil {
 		s.fail(w, r, errTrackersOff)
 		return
 	}
-	in := integrations.TicketInput{TaskID: id, Title: strings.TrimSpace(r.PostFormValue("title"))}
-	var c *integrations.Created
-	var err error
-	switch r.PathValue("provider") {
-	case domain.ProviderLinear:
-		c, err = s.trackers.CreateLinearIssue(r.Context(), stateOf(r).p, in)
-	case domain.ProviderMonday:
-		c, err = s.trackers.CreateMondayItem(r.Context(), stateOf(r).p, in)
-	default:
-		err = domain.NotFound("Integration not found", "No such tracker")
+	t, ok := integrations.Lookup(r.PathValue("provider"))
+	if !ok {
+		s.refused(w, r, runPath(id), errNoTracker)
+		return
 	}
+	in := integrations.TicketInput{TaskID: id, Title: strings.TrimSpace(r.PostFormValue("title"))}
+	c, err := s.trackers.CreateTicket(r.Context(), stateOf(r).p, t.Provider, in)
 	if err != nil {
 		s.refused(w, r, runPath(id), err)
 		return
 	}
-	text := providerNames[c.Ticket.Provider] + " ticket created"
+	text := t.Name + " ticket created"
 	if c.Ticket.Identifier != "" {
-		text = providerNames[c.Ticket.Provider] + " issue " + c.Ticket.Identifier + " created"
+		text = t.Name + " " + t.TicketNoun + " " + c.Ticket.Identifier + " created"
 	}
 	text += ": " + c.Ticket.URL
 	if c.Warning != "" {

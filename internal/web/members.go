@@ -8,21 +8,6 @@ import (
 	"verdict/internal/domain"
 )
 
-// memberRoutes adds the members page (/members) and the caller's API keys
-// (/settings/api-keys). The identity service decides who may do what: the pages show admin
-// controls only to admins, and the service refuses anyone else anyway.
-func (s *Server) memberRoutes() {
-	s.mux.HandleFunc("GET /members", s.signedIn(s.members))
-	s.mux.HandleFunc("POST /members/invite", s.signedIn(s.csrf(s.takes("invite", s.inviteMember))))
-	s.mux.HandleFunc("POST /members/{id}/role", s.signedIn(s.csrf(s.takes("strict", s.changeMemberRole))))
-	s.mux.HandleFunc("POST /members/{id}/status", s.signedIn(s.csrf(s.takes("strict", s.changeMemberStatus))))
-	s.mux.HandleFunc("POST /members/{id}/delete", s.signedIn(s.csrf(s.takes("strict", s.deleteMember))))
-	s.mux.HandleFunc("POST /members/invitations/{id}/revoke", s.signedIn(s.csrf(s.takes("invitations", s.revokeInvitation))))
-	s.mux.HandleFunc("GET /settings/api-keys", s.signedIn(s.apiKeys))
-	s.mux.HandleFunc("POST /settings/api-keys", s.signedIn(s.csrf(s.takes("strict", s.createAPIKey))))
-	s.mux.HandleFunc("POST /settings/api-keys/{id}/revoke", s.signedIn(s.csrf(s.takes("strict", s.revokeAPIKey))))
-}
-
 type memberRow struct {
 	ID, Name, Email string
 	Role            domain.Role

@@ -18,6 +18,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/ports"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )
@@ -40,7 +41,7 @@ func (r roleIDs) AuthenticateClaims(ctx context.Context, userID, orgID string) (
 var errViewer = domain.Forbidden("Forbidden", "Viewers cannot change test cases")
 
 type fakeCases struct {
-	TestCases
+	ports.TestCases
 	created []testcases.Input
 	imports [][]byte
 	updated []testcases.Input
@@ -104,7 +105,7 @@ func (f *fakeCases) Import(_ context.Context, p *identity.Principal, projectID s
 }
 
 type fakePlanner struct {
-	Planner
+	ports.Planner
 	generated []planning.GenerateInput
 	deleted   []string
 }
@@ -144,22 +145,21 @@ func (f *fakePlanner) Delete(_ context.Context, p *identity.Principal, id string
 }
 
 type fakeTrackers struct {
-	Trackers
-	linear  integrations.LinearSettings
-	saved   []integrations.LinearInput
+	ports.Trackers
+	linear  integrations.Settings
+	saved   []integrations.Input
 	tickets []integrations.TicketInput
 }
 
-func (f *fakeTrackers) Linear(context.Context, *identity.Principal) (*integrations.LinearSettings, error) {
+func (f *fakeTrackers) Settings(_ context.Context, _ *identity.Principal, provider string) (*integrations.Settings, error) {
+	if provider != "linear" {
+		return &integrations.Settings{Values: map[string]string{}}, nil
+	}
 	l := f.linear
 	return &l, nil
 }
 
-func (f *fakeTrackers) Monday(context.Context, *identity.Principal) (*integrations.MondaySettings, error) {
-	return &integrations.MondaySettings{}, nil
-}
-
-func (f *fakeTrackers) SaveLinear(_ context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error) {
+func (f *fakeTrackers) Save(_ context.Context, p *identity.Principal, provider string, in integrations.Input) (*integrations.Settings, error) {
 	if err := p.RequireAdmin(); err != nil {
 		return nil, err
 	}
@@ -167,17 +167,21 @@ func (f *fakeTrackers) SaveLinear(_ context.Context, p *identity.Principal, in i
 		return nil, domain.BadRequest("Invalid API key", "Linear refused the API key")
 	}
 	f.saved = append(f.saved, in)
-	f.linear = integrations.LinearSettings{Configured: true, Enabled: *in.Enabled, TeamID: in.TeamID}
+	f.linear = linearSettings(true, *in.Enabled, in.Values["teamId"])
 	return &f.linear, nil
 }
 
-func (f *fakeTrackers) CreateLinearIssue(_ context.Context, _ *identity.Principal, in integrations.TicketInput) (*integrations.Created, error) {
-	if !f.linear.Enabled {
+func (f *fakeTrackers) CreateTicket(_ context.Context, _ *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error) {
+	if provider != "linear" || !f.linear.Enabled {
 		return nil, domain.BadRequest("Integration not configured", "Linear is not set up for your organization")
 	}
 	f.tickets = append(f.tickets, in)
-	return &integrations.Created{Ticket: domain.Ticket{Provider: domain.ProviderLinear, Identifier: "ENG-1",
+	return &integrations.Created{Ticket: domain.Ticket{Provider: "linear", Identifier: "ENG-1",
 		URL: "https://linear.app/acme/issue/ENG-1", Title: "t"}}, nil
+}
+
+func linearSettings(configured, enabled bool, team string) integrations.Settings {
+	return integrations.Settings{Configured: configured, Enabled: enabled, Values: map[string]string{"teamId": team}}
 }
 
 type tools struct {
@@ -403,7 +407,7 @@ func TestIntegrationsPage(t *testing.T) {
 	}
 	res, body = post(t, admin, "/settings/integrations/linear", form, true)
 	wantStatus(t, "save", res, body, 303, "/settings/integrations")
-	if s := at.trackers.saved[0]; s.APIKey == nil || *s.APIKey != "lin_api_SECRET" || s.TeamID != "team-1" || !*s.Enabled {
+	if s := at.trackers.saved[0]; s.APIKey == nil || *s.APIKey != "lin_api_SECRET" || s.Values["teamId"] != "team-1" || !*s.Enabled {
 		t.Fatalf("save input: %+v", s)
 	}
 	res, body = get(t, admin, "/settings/integrations")
@@ -421,12 +425,12 @@ func TestIntegrationsPage(t *testing.T) {
 func TestRunTicketButtons(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	run := &domain.Execution{TaskID: "r-1", OrganizationID: "o1", Image: "shop/tests:1", Status: domain.ExecFailed, QueuedAt: start,
-		Tickets: []domain.Ticket{{Provider: domain.ProviderLinear, Identifier: "ENG-7", URL: "https://linear.app/acme/issue/ENG-7", Title: "Old"}}}
+		Tickets: []domain.Ticket{{Provider: "linear", Identifier: "ENG-7", URL: "https://linear.app/acme/issue/ENG-7", Title: "Old"}}}
 	viewer, vt := toolServer(domain.RoleViewer, run)
 	if _, body := get(t, viewer, "/runs/r-1"); strings.Contains(body, "/tickets/") || !strings.Contains(body, `href="https://linear.app/acme/issue/ENG-7"`) {
 		t.Fatalf("no tracker on: %s", body)
 	}
-	vt.trackers.linear = integrations.LinearSettings{Configured: true, Enabled: true, TeamID: "t"}
+	vt.trackers.linear = linearSettings(true, true, "t")
 	_, body := get(t, viewer, "/runs/r-1")
 	if !strings.Contains(body, `action="/runs/r-1/tickets/linear"`) || strings.Contains(body, "/tickets/monday") {
 		t.Fatalf("ticket buttons: %s", body)
@@ -452,7 +456,7 @@ func TestRunTicketButtons(t *testing.T) {
 	running := *run
 	running.Status = domain.ExecRunning
 	s, st := toolServer(domain.RoleDeveloper, &running)
-	st.trackers.linear = integrations.LinearSettings{Configured: true, Enabled: true}
+	st.trackers.linear = linearSettings(true, true, "")
 	if _, body := get(t, s, "/runs/r-1"); strings.Contains(body, "/tickets/linear") {
 		t.Fatalf("a running run has ticket buttons: %s", body)
 	}

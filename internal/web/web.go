@@ -12,34 +12,18 @@ package web
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
-	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 
-	"verdict/internal/ai/analyst"
-	"verdict/internal/ai/planning"
-	"verdict/internal/auth"
-	"verdict/internal/billing"
 	"verdict/internal/domain"
-	"verdict/internal/executions"
 	"verdict/internal/identity"
-	"verdict/internal/integrations"
 	"verdict/internal/outage"
-	"verdict/internal/store"
-	"verdict/internal/testcases"
+	"verdict/internal/ports"
 )
-
-//go:embed templates/*.html
-var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
@@ -57,133 +41,26 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 )
 
-// The services the pages call, as the pages need them (internal/app passes the real ones). As
+// The services the pages call are declared once for both front doors, in internal/ports. As
 // with the API, every method a signed-in page reaches takes the principal, and the service
 // decides what it may do.
-
-// Identity is the identity service: authentication, signup and login, the organization and
-// its usage, invitations.
-type Identity interface {
-	AuthenticateClaims(ctx context.Context, userID, orgID string) (*identity.Principal, error)
-	Signup(ctx context.Context, in identity.SignupInput) (*identity.Session, error)
-	Login(ctx context.Context, email, password string) (*identity.Session, error)
-	Me(ctx context.Context, p *identity.Principal) (*domain.User, *domain.Organization, int, error)
-	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
-	ValidateInvitation(ctx context.Context, token string) (*identity.InvitationPreview, error)
-	AcceptInvitation(ctx context.Context, p *identity.Principal, token string) (*identity.Accepted, error)
-	// Members and invitations (/members).
-	ListUsers(ctx context.Context, p *identity.Principal) ([]domain.User, error)
-	ChangeRole(ctx context.Context, p *identity.Principal, id string, role domain.Role) (*domain.User, error)
-	SetStatus(ctx context.Context, p *identity.Principal, id string, status domain.UserStatus) (*domain.User, error)
-	DeleteUser(ctx context.Context, p *identity.Principal, id string) error
-	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
-	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
-	RevokeInvitation(ctx context.Context, p *identity.Principal, id string) error
-	// The caller's API keys (/settings/api-keys).
-	CreateAPIKey(ctx context.Context, p *identity.Principal, name string) (*domain.APIKey, string, error)
-	ListAPIKeys(ctx context.Context, p *identity.Principal, all bool) ([]domain.APIKey, error)
-	RevokeAPIKey(ctx context.Context, p *identity.Principal, id string) error
-	// RevokeSession ends the session p came with (signing out).
-	RevokeSession(ctx context.Context, p *identity.Principal) error
-	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
-}
-
-// Billing is the billing service: checkout, the customer portal and the payment history.
-type Billing interface {
-	Configured() bool
-	StartCheckout(ctx context.Context, p *identity.Principal, priceID, planID string) (*billing.Checkout, error)
-	OpenPortal(ctx context.Context, p *identity.Principal) (string, error)
-	Events(ctx context.Context, p *identity.Principal, limit int) ([]store.BillingEvent, error)
-}
-
-// Analyst is the failure analyst's model settings (the organization's default model and own
-// provider keys).
-type Analyst interface {
-	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
-	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
-	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
-	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
-}
-
-// Executions is the executions service: runs, their logs, and projects.
-type Executions interface {
-	List(ctx context.Context, p *identity.Principal, f store.ExecutionFilter) ([]domain.Execution, int, error)
-	Get(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	// GetListed is Get without the run's tests, analysis and tickets, which it does not read.
-	GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
-	ListProjects(ctx context.Context, p *identity.Principal) ([]domain.Project, error)
-	GetProject(ctx context.Context, p *identity.Principal, id string) (*domain.Project, error)
-	CreateProject(ctx context.Context, p *identity.Principal, in executions.ProjectInput) (*domain.Project, error)
-	UpdateProject(ctx context.Context, p *identity.Principal, id string, in executions.ProjectInput) (*domain.Project, error)
-	Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error)
-	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
-	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
-	Delete(ctx context.Context, p *identity.Principal, taskID string) error
-	// Overview is the organization's run health (/overview).
-	Overview(ctx context.Context, p *identity.Principal) (*executions.Overview, error)
-}
-
-// TestCases is the manual test cases service (/test-cases): a project's test cases and their
-// CSV import.
-type TestCases interface {
-	Create(ctx context.Context, p *identity.Principal, in testcases.Input) (*domain.TestCase, error)
-	Get(ctx context.Context, p *identity.Principal, id string) (*domain.TestCase, error)
-	List(ctx context.Context, p *identity.Principal, f store.TestCaseFilter) ([]domain.TestCase, int, error)
-	Update(ctx context.Context, p *identity.Principal, id string, in testcases.Input) (*domain.TestCase, error)
-	Delete(ctx context.Context, p *identity.Principal, id string) error
-	Import(ctx context.Context, p *identity.Principal, projectID string, file []byte) (*testcases.ImportResult, error)
-}
-
-// Planner is the automation planner's service (/planner): plans generated, saved, listed,
-// opened and deleted.
-type Planner interface {
-	Generate(ctx context.Context, p *identity.Principal, in planning.GenerateInput) (*domain.AutomationPlan, error)
-	History(ctx context.Context, p *identity.Principal, projectID string) ([]domain.AutomationPlan, error)
-	Open(ctx context.Context, p *identity.Principal, planID string) (*domain.AutomationPlan, error)
-	Delete(ctx context.Context, p *identity.Principal, planID string) error
-}
-
-// Trackers is the tracker integrations' service (/settings/integrations, and the ticket
-// buttons of a run's page).
-type Trackers interface {
-	Linear(ctx context.Context, p *identity.Principal) (*integrations.LinearSettings, error)
-	SaveLinear(ctx context.Context, p *identity.Principal, in integrations.LinearInput) (*integrations.LinearSettings, error)
-	Monday(ctx context.Context, p *identity.Principal) (*integrations.MondaySettings, error)
-	SaveMonday(ctx context.Context, p *identity.Principal, in integrations.MondayInput) (*integrations.MondaySettings, error)
-	Remove(ctx context.Context, p *identity.Principal, provider string) (bool, error)
-	CreateLinearIssue(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-	CreateMondayItem(ctx context.Context, p *identity.Principal, in integrations.TicketInput) (*integrations.Created, error)
-}
-
-// The real services satisfy the interfaces.
-var (
-	_ TestCases = (*testcases.Service)(nil)
-	_ Planner   = (*planning.Service)(nil)
-	_ Trackers  = (*integrations.Service)(nil)
-)
-
-// TokenVerifier checks a session JWT (the API's bearer token).
-type TokenVerifier interface {
-	Verify(token string) (auth.Claims, error)
-}
 
 // Deps are what the pages call and their settings. Identity, Executions, JWT and CSRFKey are
 // required; New fills in Log and Clock.
 type Deps struct {
-	Identity   Identity
-	Executions Executions
-	JWT        TokenVerifier
+	Identity   ports.Identity
+	Executions ports.Executions
+	JWT        ports.TokenVerifier
 	// Billing serves the billing page's actions; nil: plan and usage only.
-	Billing Billing
+	Billing ports.Billing
 	// Analyst serves the model settings on /settings; nil: not shown.
-	Analyst Analyst
+	Analyst ports.Analyst
 	// TestCases serves /test-cases and the planner's choice of cases; nil: not available.
-	TestCases TestCases
+	TestCases ports.TestCases
 	// Planner serves /planner; nil: not available.
-	Planner Planner
+	Planner ports.Planner
 	// Trackers serves /settings/integrations and a run's ticket buttons; nil: not available.
-	Trackers Trackers
+	Trackers ports.Trackers
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -211,14 +88,14 @@ type Deps struct {
 // Server serves the dashboard.
 type Server struct {
 	outage     *outage.Reporter
-	identity   Identity
-	executions Executions
-	billing    Billing
-	analyst    Analyst
-	testCases  TestCases
-	planner    Planner
-	trackers   Trackers
-	jwt        TokenVerifier
+	identity   ports.Identity
+	executions ports.Executions
+	billing    ports.Billing
+	analyst    ports.Analyst
+	testCases  ports.TestCases
+	planner    ports.Planner
+	trackers   ports.Trackers
+	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
@@ -284,7 +161,17 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.takes("api", s.updateProject))))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
-	s.memberRoutes()
+	// Members (the identity service decides who may do what: the pages show admin controls only
+	// to admins) and the caller's API keys.
+	s.mux.HandleFunc("GET /members", s.signedIn(s.members))
+	s.mux.HandleFunc("POST /members/invite", s.signedIn(s.csrf(s.takes("invite", s.inviteMember))))
+	s.mux.HandleFunc("POST /members/{id}/role", s.signedIn(s.csrf(s.takes("strict", s.changeMemberRole))))
+	s.mux.HandleFunc("POST /members/{id}/status", s.signedIn(s.csrf(s.takes("strict", s.changeMemberStatus))))
+	s.mux.HandleFunc("POST /members/{id}/delete", s.signedIn(s.csrf(s.takes("strict", s.deleteMember))))
+	s.mux.HandleFunc("POST /members/invitations/{id}/revoke", s.signedIn(s.csrf(s.takes("invitations", s.revokeInvitation))))
+	s.mux.HandleFunc("GET /settings/api-keys", s.signedIn(s.apiKeys))
+	s.mux.HandleFunc("POST /settings/api-keys", s.signedIn(s.csrf(s.takes("strict", s.createAPIKey))))
+	s.mux.HandleFunc("POST /settings/api-keys/{id}/revoke", s.signedIn(s.csrf(s.takes("strict", s.revokeAPIKey))))
 	s.mux.HandleFunc("GET /settings/billing", s.signedIn(s.billingPage))
 	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.takes("strict", s.checkout))))
 	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.takes("strict", s.portal))))
@@ -293,7 +180,21 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.takes("strict", s.setDefaultModel))))
 	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.takes("strict", s.saveOwnKey))))
 	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.takes("strict", s.removeOwnKey))))
-	s.toolRoutes()
+	// Test cases, the automation planner, the tracker integrations.
+	s.mux.HandleFunc("GET /test-cases", s.signedIn(s.testCasesPage))
+	s.mux.HandleFunc("POST /test-cases", s.signedIn(s.csrf(s.takes("api", s.createTestCase))))
+	s.mux.HandleFunc("POST /test-cases/import", s.signedIn(s.upload(s.takes("api", s.importTestCases))))
+	s.mux.HandleFunc("GET /test-cases/{id}", s.signedIn(s.testCasePage))
+	s.mux.HandleFunc("POST /test-cases/{id}", s.signedIn(s.csrf(s.takes("api", s.updateTestCase))))
+	s.mux.HandleFunc("POST /test-cases/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteTestCase))))
+	s.mux.HandleFunc("GET /planner", s.signedIn(s.plannerPage))
+	s.mux.HandleFunc("POST /planner", s.signedIn(s.csrf(s.takes("strict", s.generatePlan))))
+	s.mux.HandleFunc("GET /planner/{id}", s.signedIn(s.planPage))
+	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
+	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
+	s.mux.HandleFunc("POST /settings/integrations/{provider}", s.knownTracker(s.signedIn(s.csrf(s.takes("strict", s.saveTracker)))))
+	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
+	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 	})
@@ -323,230 +224,4 @@ func staticFiles(root fs.FS) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
 	})
-}
-
-// ctxKey keys the request's page state in its context.
-type ctxKey int
-
-const stateKey ctxKey = 0
-
-// state is what a page knows of its request: the signed-in principal (nil: none), the user
-// and organization shown in the navigation, and the CSRF token of its forms.
-type state struct {
-	p     *identity.Principal
-	user  *domain.User
-	org   *domain.Organization
-	csrf  string
-	flash *flash
-}
-
-func stateOf(r *http.Request) *state {
-	st, _ := r.Context().Value(stateKey).(*state)
-	if st == nil {
-		st = &state{}
-	}
-	return st
-}
-
-var errNoSession = errors.New("no session")
-
-// principalOf authenticates the session cookie as the API authenticates a bearer token: the
-// JWT is verified (a revoked one is refused) and the user re-read, so a suspended or deleted
-// user is refused at once.
-func (s *Server) principalOf(r *http.Request) (*identity.Principal, string, error) {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil || c.Value == "" {
-		return nil, "", errNoSession
-	}
-	claims, err := s.jwt.Verify(c.Value)
-	if err != nil {
-		return nil, c.Value, err
-	}
-	p, err := s.identity.AuthenticateClaims(r.Context(), claims.UserID, claims.OrganizationID)
-	if err != nil {
-		return nil, c.Value, err
-	}
-	p.SessionID, p.SessionExpires = claims.ID, claims.ExpiresAt
-	return p, c.Value, nil
-}
-
-// signedIn serves h to a signed-in user; anyone else (no session, an expired token, a
-// suspended or deleted user) has the cookie cleared and is sent to /login. A session that
-// cannot be checked now (the database is away) is kept: the answer is a 503 page.
-func (s *Server) signedIn(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, token, err := s.principalOf(r)
-		if errors.Is(err, domain.ErrUnavailable) {
-			s.fail(w, r, err)
-			return
-		}
-		if err != nil {
-			if !errors.Is(err, errNoSession) {
-				s.clearSession(w)
-			}
-			redirect(w, r, "/login")
-			return
-		}
-		st := &state{p: p, user: p.User, csrf: s.csrfToken("session", token)}
-		if _, org, _, err := s.identity.Me(r.Context(), p); err == nil {
-			st.org = org
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), stateKey, st)))
-	}
-}
-
-// public serves h with or without a session. Without one, the forms' CSRF token is bound to
-// a random pre-session cookie, set here when missing, so that even signing in cannot be forged.
-func (s *Server) public(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		st := &state{}
-		p, token, err := s.principalOf(r)
-		switch {
-		case err == nil:
-			st.p, st.user, st.csrf = p, p.User, s.csrfToken("session", token)
-		case errors.Is(err, domain.ErrUnavailable):
-			s.fail(w, r, err) // the session is kept: it could not be checked, not refused
-			return
-		default:
-			if !errors.Is(err, errNoSession) {
-				s.clearSession(w)
-			}
-			seed := ""
-			if c, err := r.Cookie(preCookie); err == nil && len(c.Value) == 26 {
-				seed = c.Value
-			} else {
-				seed = rand.Text() // 128 random bits
-				http.SetCookie(w, &http.Cookie{Name: preCookie, Value: seed, Path: "/", HttpOnly: true,
-					Secure: s.secure, SameSite: http.SameSiteLaxMode})
-			}
-			st.csrf = s.csrfToken("presession", seed)
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), stateKey, st)))
-	}
-}
-
-// csrfToken is the HMAC of what the token is bound to: the session's JWT, or the pre-session
-// cookie.
-func (s *Server) csrfToken(kind, seed string) string {
-	m := hmac.New(sha256.New, s.csrfKey)
-	m.Write([]byte("verdict csrf " + kind + "\x00" + seed))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// csrf refuses a state-changing request whose token (the form field csrf, or the
-// X-CSRF-Token header that htmx sends) is missing or is not the one of this session, having
-// read its form (checkedForm).
-func (s *Server) csrf(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.checkedForm(w, r, plainForm) {
-			h(w, r)
-		}
-	}
-}
-
-// checkedForm reads r's form within b (readForm), whichever carries the CSRF token, and checks
-// the token: one in the header before the body is read, so that a forged request's body is not
-// even read, one in the form after. It answers the refusal itself.
-func (s *Server) checkedForm(w http.ResponseWriter, r *http.Request, b formBound) bool {
-	if r.Header.Get(csrfHeader) != "" {
-		return s.csrfValid(w, r) && s.readForm(w, r, b)
-	}
-	return s.readForm(w, r, b) && s.csrfValid(w, r)
-}
-
-// csrfValid checks the request's token, answering the 403 page when it is missing or wrong; a
-// token not in the header is looked for in the form already read.
-func (s *Server) csrfValid(w http.ResponseWriter, r *http.Request) bool {
-	got := r.Header.Get(csrfHeader)
-	if got == "" {
-		got = r.PostForm.Get(csrfField)
-	}
-	want := stateOf(r).csrf
-	if got == "" || want == "" || !hmac.Equal([]byte(got), []byte(want)) {
-		s.errorPage(w, r, http.StatusForbidden, "Request refused",
-			"This form has expired or did not come from this site. Go back, reload the page and try again.")
-		return false
-	}
-	return true
-}
-
-// formBound is how much of a form's body the server reads, and whether it may be a multipart
-// form (a route that takes a file).
-type formBound struct {
-	bytes int64
-	files bool
-	// tooLarge is the refusal of a larger body.
-	tooLarge string
-}
-
-// plainForm bounds the body of every form but the CSV import's (importForm): 64 KiB, the bound
-// the forms that carry their token as a field were always read with. It holds any sign-in,
-// setting, project or run form; a test case of more than some 60,000 characters of text is
-// refused (the API's JSON body takes up to 1 MiB). Sign-in and signup are posted before any
-// session exists, so this is what anyone may make the server read.
-var plainForm = formBound{bytes: 64 << 10, tooLarge: "The form must be at most 64 KiB. Nothing was changed."}
-
-// readForm reads r's form into r.PostForm before anything else parses it: at most b.bytes, in
-// memory; a multipart form only where b.files is set, with at most 1 MiB of it in memory and
-// the rest in temporary files (which the caller removes: net/http removes only those of the
-// request it made, not of one derived from it with a context). A body over the
-// bound (by its Content-Length, before any of it is read, or as it is read) is a 413 page, a
-// multipart body on a route that takes no file a 415, both before anything is parsed or
-// changed, and the connection is then closed rather than drained. Without this, net/http
-// parses a form lazily with its own bounds: 10 MB of a urlencoded form, and a multipart one
-// up to 32 MiB in memory and without bound on disk.
-func (s *Server) readForm(w http.ResponseWriter, r *http.Request, b formBound) bool {
-	if r.ContentLength > b.bytes {
-		s.formRefused(w, r, http.StatusRequestEntityTooLarge, "Request body too large", b.tooLarge)
-		return false
-	}
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	multipart := strings.HasPrefix(mt, "multipart/")
-	if multipart && !b.files {
-		s.formRefused(w, r, http.StatusUnsupportedMediaType, "Unsupported form",
-			"This form takes no file: it is sent as application/x-www-form-urlencoded. Nothing was changed.")
-		return false
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, b.bytes)
-	var err error
-	if b.files {
-		err = r.ParseMultipartForm(1 << 20)
-	} else {
-		err = r.ParseForm()
-	}
-	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		s.formRefused(w, r, http.StatusRequestEntityTooLarge, "Request body too large", b.tooLarge)
-		return false
-	} else if err != nil {
-		s.formRefused(w, r, http.StatusBadRequest, "Invalid form", "The form could not be read.")
-		return false
-	}
-	return true
-}
-
-// formRefused answers a form that was not read, closing the connection: the rest of its body
-// is not read either.
-func (s *Server) formRefused(w http.ResponseWriter, r *http.Request, status int, heading, message string) {
-	w.Header().Set("Connection", "close")
-	s.errorPage(w, r, status, heading, message)
-}
-
-func (s *Server) setSession(w http.ResponseWriter, token string) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", HttpOnly: true,
-		Secure: s.secure, SameSite: http.SameSiteLaxMode})
-}
-
-func (s *Server) clearSession(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: s.secure, SameSite: http.SameSiteLaxMode})
-}
-
-// redirect sends the browser to path: a 303 for a page, HX-Redirect for an htmx request.
-func redirect(w http.ResponseWriter, r *http.Request, path string) {
-	if r.Header.Get("HX-Request") == "true" {
-		w.Header().Set("HX-Redirect", path)
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	http.Redirect(w, r, path, http.StatusSeeOther)
 }

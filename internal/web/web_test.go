@@ -15,6 +15,7 @@ import (
 	"verdict/internal/auth"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/ports"
 	"verdict/internal/store"
 )
 
@@ -30,7 +31,7 @@ func (tokens) Verify(tok string) (auth.Claims, error) {
 	return auth.Claims{UserID: "u1", OrganizationID: "o1"}, nil
 }
 
-type ids struct{ Identity }
+type ids struct{ ports.Identity }
 
 func (ids) AuthenticateClaims(_ context.Context, userID, orgID string) (*identity.Principal, error) {
 	return &identity.Principal{UserID: userID, OrgID: orgID, Role: domain.RoleViewer,
@@ -42,7 +43,7 @@ func (ids) Me(context.Context, *identity.Principal) (*domain.User, *domain.Organ
 }
 
 type execs struct {
-	Executions
+	ports.Executions
 	run *domain.Execution
 	log string
 }

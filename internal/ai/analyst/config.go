@@ -46,7 +46,7 @@ var (
 	errNotFound     = domain.NotFound("Execution not found", "No such execution in your organization")
 	errReadOnly     = domain.Forbidden("Forbidden", "Viewers cannot analyse or triage runs")
 	errInvalidKey   = domain.BadRequest("Invalid API key", "The provider refused this API key; nothing was saved")
-	errKeyUnchecked = domain.NewError(502, "AI provider unavailable", "The provider could not be reached to check the key; nothing was saved")
+	errKeyUnchecked = domain.Upstream("AI provider unavailable", "The provider could not be reached to check the key; nothing was saved")
 )
 
 func validation(format string, args ...any) *domain.Error {

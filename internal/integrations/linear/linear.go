@@ -9,10 +9,28 @@ package linear
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"time"
 
 	"verdict/internal/integrations/gqlclient"
+	"verdict/internal/integrations/tracker"
 )
+
+// Provider is Linear as the trackers' service registers it: issues in the team of the
+// organization's settings, with a Markdown description.
+var Provider = tracker.Provider{
+	Spec: tracker.Spec{Provider: "linear", Name: name, Credential: "key",
+		Fields: []tracker.Field{{Key: teamField, ID: "team", Label: "Team ID", Required: true,
+			Pattern: regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`),
+			Rule:    "teamId must be a Linear team ID (letters, digits, - and _, at most 64)", Unset: "none"}},
+		TicketRoute: "/api/linear/issues", TicketNoun: "issue", RunField: "trackerAIssues", Identifier: true},
+	New: func(c tracker.Config) tracker.Tracker {
+		return New(Config{URL: c.URL, Timeout: c.Timeout, HTTPClient: c.HTTPClient})
+	},
+}
+
+// teamField is the setting naming the team new issues go to.
+const teamField = "teamId"
 
 // DefaultURL is Linear's GraphQL endpoint.
 const DefaultURL = "https://api.linear.app/graphql"
@@ -80,4 +98,18 @@ func (c *Client) CreateIssue(ctx context.Context, apiKey, teamID, title, descrip
 		return nil, gqlclient.Malformed(name, op, "the created issue has no id or url")
 	}
 	return &Issue{ID: p.Issue.Id, Identifier: p.Issue.Identifier, Title: p.Issue.Title, URL: p.Issue.Url}, nil
+}
+
+// Check is CheckKey, as a tracker.Tracker: Linear tells nothing more.
+func (c *Client) Check(ctx context.Context, apiKey string) (map[string]string, error) {
+	return nil, c.CheckKey(ctx, apiKey)
+}
+
+// CreateTicket creates an issue in the team of settings, described in Markdown.
+func (c *Client) CreateTicket(ctx context.Context, apiKey string, settings map[string]string, t tracker.Ticket) (*tracker.Filed, error) {
+	issue, err := c.CreateIssue(ctx, apiKey, settings[teamField], t.Title, t.Markdown)
+	if err != nil {
+		return nil, err
+	}
+	return &tracker.Filed{ExternalID: issue.ID, Identifier: issue.Identifier, URL: issue.URL, Title: issue.Title}, nil
 }

@@ -11,9 +11,37 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"time"
 
 	"verdict/internal/integrations/gqlclient"
+	"verdict/internal/integrations/tracker"
+)
+
+// Provider is Monday.com as the trackers' service registers it: items on the board (and
+// group) of the organization's settings, the run's details posted as the item's first update.
+var Provider = tracker.Provider{
+	Spec: tracker.Spec{Provider: "monday", Name: name, Credential: "token",
+		Fields: []tracker.Field{
+			{Key: boardField, ID: "board", Label: "Board ID", Required: true, Pattern: regexp.MustCompile(`^[0-9]{1,20}$`),
+				Rule: "boardId must be a Monday.com board ID (digits, at most 20)", Unset: "none"},
+			{Key: groupField, ID: "group", Label: "Group ID", Pattern: regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`),
+				Rule:  "groupId must be a Monday.com group ID (letters, digits, - and _, at most 100)",
+				Unset: "the board's first", Placeholder: "the board's first group"},
+		},
+		TicketRoute: "/api/monday/items", TicketNoun: "item", RunField: "trackerBItems"},
+	New: func(c tracker.Config) tracker.Tracker {
+		return New(Config{URL: c.URL, APIVersion: c.Version, Timeout: c.Timeout, HTTPClient: c.HTTPClient})
+	},
+}
+
+// The settings of an organization's Monday.com: the board and group new items go to, and the
+// account's slug, learnt when the token is checked (it names the account's host,
+// <slug>.monday.com, in an item's link when the API gives none).
+const (
+	boardField = "boardId"
+	groupField = "groupId"
+	slugField  = "accountSlug"
 )
 
 // DefaultURL is Monday.com's GraphQL endpoint.
@@ -118,4 +146,24 @@ func (c *Client) AddUpdate(ctx context.Context, apiKey, itemID, body string) err
 		return gqlclient.Malformed(name, "CreateUpdate", "no update in the answer")
 	}
 	return nil
+}
+
+// Check is CheckKey, as a tracker.Tracker: it learns the account's slug.
+func (c *Client) Check(ctx context.Context, apiKey string) (map[string]string, error) {
+	acct, err := c.CheckKey(ctx, apiKey)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{slugField: acct.Slug}, nil
+}
+
+// CreateTicket creates an item on the board (and group) of settings, then posts the run's
+// details (HTML) as its first update; an update that fails leaves the item, Incomplete.
+func (c *Client) CreateTicket(ctx context.Context, apiKey string, settings map[string]string, t tracker.Ticket) (*tracker.Filed, error) {
+	item, err := c.CreateItem(ctx, apiKey, settings[boardField], settings[groupField], t.Title, settings[slugField])
+	if err != nil {
+		return nil, err
+	}
+	return &tracker.Filed{ExternalID: item.ID, URL: item.URL, Title: item.Name,
+		Incomplete: c.AddUpdate(ctx, apiKey, item.ID, t.HTML)}, nil
 }

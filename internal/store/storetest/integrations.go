@@ -18,51 +18,51 @@ func testIntegrations(t *testing.T, open Opener) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()
 		repo := f.s.Integrations()
-		_, err := repo.Get(f.ctx, o.ID, domain.ProviderLinear)
+		_, err := repo.Get(f.ctx, o.ID, "linear")
 		wantErr(t, "Get before Put", err, store.ErrNotFound)
 
-		lin := &domain.Integration{OrganizationID: o.ID, Provider: domain.ProviderLinear, KeyCipher: "sealed-1",
-			Settings: domain.IntegrationSettings{TeamID: "team-1"}, Enabled: true, CreatedAt: base, UpdatedAt: base}
+		lin := &domain.Integration{OrganizationID: o.ID, Provider: "linear", KeyCipher: "sealed-1",
+			Settings: domain.IntegrationSettings{"teamId": "team-1"}, Enabled: true, CreatedAt: base, UpdatedAt: base}
 		must(t, repo.Put(f.ctx, lin))
-		got, err := repo.Get(f.ctx, o.ID, domain.ProviderLinear)
+		got, err := repo.Get(f.ctx, o.ID, "linear")
 		must(t, err)
 		equal(t, "Get", got, lin)
-		_, err = repo.Get(f.ctx, other.ID, domain.ProviderLinear)
+		_, err = repo.Get(f.ctx, other.ID, "linear")
 		wantErr(t, "Get from another organization", err, store.ErrNotFound)
-		_, err = repo.Get(f.ctx, o.ID, domain.ProviderMonday)
+		_, err = repo.Get(f.ctx, o.ID, "monday")
 		wantErr(t, "Get another provider", err, store.ErrNotFound)
 
-		mon := &domain.Integration{OrganizationID: o.ID, Provider: domain.ProviderMonday, KeyCipher: "sealed-m",
-			Settings:  domain.IntegrationSettings{BoardID: "123", GroupID: "topics", AccountSlug: "acme"},
+		mon := &domain.Integration{OrganizationID: o.ID, Provider: "monday", KeyCipher: "sealed-m",
+			Settings:  domain.IntegrationSettings{"boardId": "123", "groupId": "topics", "accountSlug": "acme"},
 			CreatedAt: base, UpdatedAt: base}
 		must(t, repo.Put(f.ctx, mon))
-		got, err = repo.Get(f.ctx, o.ID, domain.ProviderMonday)
+		got, err = repo.Get(f.ctx, o.ID, "monday")
 		must(t, err)
 		equal(t, "Get a disabled integration", got, mon)
 
 		// Put replaces everything but the creation time.
 		later := base.Add(time.Hour)
-		lin2 := &domain.Integration{OrganizationID: o.ID, Provider: domain.ProviderLinear, KeyCipher: "sealed-2",
-			Settings: domain.IntegrationSettings{TeamID: "team-2"}, Enabled: false, CreatedAt: later, UpdatedAt: later}
+		lin2 := &domain.Integration{OrganizationID: o.ID, Provider: "linear", KeyCipher: "sealed-2",
+			Settings: domain.IntegrationSettings{"teamId": "team-2"}, Enabled: false, CreatedAt: later, UpdatedAt: later}
 		must(t, repo.Put(f.ctx, lin2))
-		got, err = repo.Get(f.ctx, o.ID, domain.ProviderLinear)
+		got, err = repo.Get(f.ctx, o.ID, "linear")
 		must(t, err)
 		want := *lin2
 		want.CreatedAt = base
 		equal(t, "Get after a second Put", got, &want)
 
-		gone, err := repo.Delete(f.ctx, other.ID, domain.ProviderLinear)
+		gone, err := repo.Delete(f.ctx, other.ID, "linear")
 		must(t, err)
 		equal(t, "Delete from another organization", gone, false)
-		gone, err = repo.Delete(f.ctx, o.ID, domain.ProviderLinear)
+		gone, err = repo.Delete(f.ctx, o.ID, "linear")
 		must(t, err)
 		equal(t, "Delete", gone, true)
-		_, err = repo.Get(f.ctx, o.ID, domain.ProviderLinear)
+		_, err = repo.Get(f.ctx, o.ID, "linear")
 		wantErr(t, "Get after Delete", err, store.ErrNotFound)
-		gone, err = repo.Delete(f.ctx, o.ID, domain.ProviderLinear)
+		gone, err = repo.Delete(f.ctx, o.ID, "linear")
 		must(t, err)
 		equal(t, "Delete twice", gone, false)
-		if _, err := repo.Get(f.ctx, o.ID, domain.ProviderMonday); err != nil {
+		if _, err := repo.Get(f.ctx, o.ID, "monday"); err != nil {
 			t.Fatalf("Delete of one provider removed another: %v", err)
 		}
 	})
@@ -82,14 +82,14 @@ func testIntegrations(t *testing.T, open Opener) {
 		must(t, err)
 		equal(t, "listed runs", len(list), 1)
 
-		a := &domain.Ticket{OrganizationID: o.ID, ExecutionID: e.ID, Provider: domain.ProviderLinear, ExternalID: "uuid-1",
+		a := &domain.Ticket{OrganizationID: o.ID, ExecutionID: e.ID, Provider: "linear", ExternalID: "uuid-1",
 			Identifier: "ENG-1", URL: "https://linear.app/acme/issue/ENG-1", Title: "Run failed", CreatedBy: "u1",
 			CreatedAt: base.Add(time.Minute)}
 		must(t, repo.AddTicket(f.ctx, a))
 		if a.ID == "" {
 			t.Fatal("AddTicket gave the ticket no ID")
 		}
-		b := &domain.Ticket{OrganizationID: o.ID, ExecutionID: e.ID, Provider: domain.ProviderMonday, ExternalID: "42",
+		b := &domain.Ticket{OrganizationID: o.ID, ExecutionID: e.ID, Provider: "monday", ExternalID: "42",
 			URL: "https://acme.monday.com/boards/1/pulses/42", Title: "Run failed", CreatedBy: "u2", CreatedAt: base.Add(2 * time.Minute)}
 		must(t, repo.AddTicket(f.ctx, b))
 
@@ -117,9 +117,9 @@ func testIntegrations(t *testing.T, open Opener) {
 		wantErr(t, "AddTicket on no run", repo.AddTicket(f.ctx, &missing), store.ErrNotFound)
 
 		// Deleting the integration keeps the tickets; deleting the run takes them.
-		must(t, repo.Put(f.ctx, &domain.Integration{OrganizationID: o.ID, Provider: domain.ProviderLinear, KeyCipher: "k",
+		must(t, repo.Put(f.ctx, &domain.Integration{OrganizationID: o.ID, Provider: "linear", KeyCipher: "k",
 			Enabled: true, CreatedAt: base, UpdatedAt: base}))
-		_, err = repo.Delete(f.ctx, o.ID, domain.ProviderLinear)
+		_, err = repo.Delete(f.ctx, o.ID, "linear")
 		must(t, err)
 		equal(t, "tickets after the integration is removed", len(f.getRun(o.ID, e.TaskID).Tickets), 2)
 		must(t, f.s.Executions().Delete(f.ctx, o.ID, e.TaskID))
@@ -143,9 +143,9 @@ func testIntegrations(t *testing.T, open Opener) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				provider := domain.ProviderLinear
+				provider := "linear"
 				if i%2 == 1 {
-					provider = domain.ProviderMonday
+					provider = "monday"
 				}
 				if err := f.s.Integrations().AddTicket(f.ctx, &domain.Ticket{OrganizationID: o.ID, ExecutionID: e.ID,
 					Provider: provider, ExternalID: fmt.Sprintf("ext-%d", i), URL: fmt.Sprintf("https://t.example/%d", i),

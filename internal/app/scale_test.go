@@ -393,23 +393,35 @@ func TestScaleOut(t *testing.T) {
 		t.Fatalf("the killed runner's run: %s", ended.raw)
 	}
 	t.Logf("runner %s killed; its run ended ERROR after %s", names[victim], time.Since(killed).Round(100*time.Millisecond))
-	// The reaper that ended the run removes the killed runner's network sandboxes from the engine
-	// it shares with the runner.
-	f := make(client.Filters)
-	f.Add("label", docker.LabelSandbox+"=true")
-	f.Add("label", run.LabelRunner+"="+peerhttp.RunnerID(names[victim]))
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		left, err := testenv.DockerClient(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
-		if err == nil && len(left.Items) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost runner's sandboxes are still there: %d, %v", len(left.Items), err)
-		}
-	}
 	next := hs[victim].queue(a, map[string]any{"image": passImage})
 	after := hs[victim].waitFor(a, next, 2*time.Minute, final)
 	if after.str("execution", "status") != "PASSED" || after.str("execution", "runner") != peerhttp.RunnerID(names[1-victim]) {
 		t.Fatalf("the run after the kill: %s", after.raw)
+	}
+	// The servers, which run no suite, opened no engine: the killed runner's container and
+	// network sandboxes are still on its engine until the runner, started again under its
+	// name, removes them.
+	leftovers := func(label string) int {
+		t.Helper()
+		f := make(client.Filters)
+		f.Add("label", label+"=true")
+		f.Add("label", run.LabelRunner+"="+peerhttp.RunnerID(names[victim]))
+		left, err := testenv.DockerClient(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items)
+	}
+	if n := leftovers(docker.LabelSandbox); n == 0 {
+		t.Fatal("the lost runner's sandboxes are gone before it started again: the server touched its engine")
+	}
+	again := startRunnerProcess(t, hs[victim].srv.URL, names[victim])
+	for deadline := time.Now().Add(90 * time.Second); !strings.Contains(again.stderr.String(), "verdict runner started"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start again:\n%s", names[victim], again.stderr.String())
+		}
+	}
+	if s, c := leftovers(docker.LabelSandbox), leftovers(run.LabelManaged); s != 0 || c != 0 {
+		t.Fatalf("%s started again and left its earlier life's %d sandboxes and %d containers", names[victim], s, c)
 	}
 }

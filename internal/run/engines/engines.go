@@ -92,10 +92,11 @@ func Close(b run.Backend) {
 	}
 }
 
-// RemoveLeftovers removes the containers (Jobs) an earlier life of runner id left: it holds no
-// run yet. The server's reaper ends those runs once their leases lapse, but touches nothing on
-// this runner's backend: cleaning it is the runner's own work (Docker's backend sweeps that
-// life's network sandboxes itself before the first run's).
+// RemoveLeftovers removes the containers (Jobs) an earlier life of runner id left, and what else
+// it kept on the backend (run.RunnerSweeper: Docker's network sandboxes), at once rather than
+// before this life's first run: it holds no run yet. The server's reaper ends those runs once
+// their leases lapse, but touches nothing on this runner's backend: cleaning it is the
+// runner's own work.
 func RemoveLeftovers(ctx context.Context, b run.Backend, id string, log *slog.Logger) {
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -108,6 +109,11 @@ func RemoveLeftovers(ctx context.Context, b run.Backend, id string, log *slog.Lo
 		log.Info("removing a container an earlier life of this runner left", "container", c.ID)
 		if err := b.Remove(lctx, c.ID); err != nil {
 			log.Warn("removing a leftover container failed", "container", c.ID, "err", err)
+		}
+	}
+	if s, ok := b.(run.RunnerSweeper); ok {
+		if err := s.SweepRunner(lctx, id); err != nil {
+			log.Warn("removing the network sandboxes an earlier life of this runner left failed", "err", err)
 		}
 	}
 }

@@ -33,7 +33,7 @@ Usage:
   verdict migrate   apply pending database migrations and exit
   verdict run       queue a run on a server and follow it to its verdict (verdict run --help)
   verdict runner --server URL
-                    run test suites for a server on this host's Docker engine (verdict runner --help)
+                    run test suites for a server on this host's run backend (Docker or Kubernetes) (verdict runner --help)
   verdict admin set-plan <organization ID or slug> <free|team|enterprise>
                     change an organization's plan in the database (no payment provider)
   verdict version   print the version

@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"verdict/internal/ai/analyst"
+	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
 	"verdict/internal/domain"
 )
@@ -58,7 +58,7 @@ type AIConfig struct {
 	BYOKConfigured map[string]bool `json:"byokConfigured"`
 }
 
-func aiConfigView(c *analyst.Config) AIConfig {
+func aiConfigView(c *analysis.Config) AIConfig {
 	v := AIConfig{DefaultModel: c.DefaultModel, Models: c.Models, BYOKConfigured: map[string]bool{}}
 	for _, p := range models.Providers {
 		v.BYOKConfigured[string(p)] = c.OwnKeys[p]
@@ -96,9 +96,9 @@ func (s *Server) patchAIConfig(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	patch := analyst.ConfigPatch{DefaultModel: in.DefaultModel, RemoveOwnKey: in.RemoveBYOK}
+	patch := analysis.ConfigPatch{DefaultModel: in.DefaultModel, RemoveOwnKey: in.RemoveBYOK}
 	if in.BYOK != nil {
-		patch.OwnKey = &analyst.OwnKey{Provider: in.BYOK.Provider, APIKey: in.BYOK.APIKey}
+		patch.OwnKey = &analysis.OwnKey{Provider: in.BYOK.Provider, APIKey: in.BYOK.APIKey}
 	}
 	c, err := s.analyst.UpdateConfig(r.Context(), principalFrom(r), patch)
 	if err != nil {

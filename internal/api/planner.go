@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/domain"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"verdict/internal/ai/analyst"
+	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
@@ -139,7 +139,7 @@ type wiring struct {
 	events    hubEvents
 
 	modelClient *models.Client // run plane
-	analyses    *analyst.Service
+	analyses    *analysis.Service
 	execs       *executions.Service
 
 	ids      *identity.Service // services; the hub's authenticator reads it once set

@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 
-	"verdict/internal/ai/analyst"
+	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
 	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
@@ -95,7 +95,7 @@ func (w *wiring) analyst() error {
 	}
 	modelClient := models.New(modelsConfig(cfg.AI))
 	w.modelClient = modelClient
-	analyses := analyst.New(analyst.Deps{Store: st, Box: keysBox, Models: modelClient,
+	analyses := analysis.New(analysis.Deps{Store: st, Box: keysBox, Models: modelClient,
 		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.AI.OpenAIAPIKey, models.Gemini: cfg.AI.GeminiAPIKey,
 			models.Anthropic: cfg.AI.AnthropicAPIKey},
 		Events: w.events, Clock: clock, Log: log})

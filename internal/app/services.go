@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"

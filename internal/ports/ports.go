@@ -2,7 +2,7 @@
 // and the dashboard (internal/web). Each interface is declared once, under one name, holding
 // the methods either door calls, so a handler test can stand a few lines in for a service and
 // internal/app hands both doors the same real ones (*identity.Service, *executions.Service,
-// *billing.Service, *testcases.Service, *analyst.Service, *planning.Service,
+// *billing.Service, *testcases.Service, *analysis.Service, *planning.Service,
 // *integrations.Service).
 //
 // Every method a request reaches with a principal takes it, and the service decides what that
@@ -15,9 +15,9 @@ package ports
 import (
 	"context"
 
-	"verdict/internal/ai/analyst"
+	"verdict/internal/analysis"
 	"verdict/internal/ai/planner"
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
 	"verdict/internal/domain"
@@ -116,8 +116,8 @@ type TestCases interface {
 type Analyst interface {
 	Reanalyse(ctx context.Context, p *identity.Principal, taskID string) error
 	Triage(ctx context.Context, p *identity.Principal, taskID, category string) (*domain.Execution, error)
-	Config(ctx context.Context, p *identity.Principal) (*analyst.Config, error)
-	UpdateConfig(ctx context.Context, p *identity.Principal, patch analyst.ConfigPatch) (*analyst.Config, error)
+	Config(ctx context.Context, p *identity.Principal) (*analysis.Config, error)
+	UpdateConfig(ctx context.Context, p *identity.Principal, patch analysis.ConfigPatch) (*analysis.Config, error)
 }
 
 // Planner is the automation planner's service: plans discovered, generated, saved, listed,
@@ -148,7 +148,7 @@ var (
 	_ Executions    = (*executions.Service)(nil)
 	_ Billing       = (*billing.Service)(nil)
 	_ TestCases     = (*testcases.Service)(nil)
-	_ Analyst       = (*analyst.Service)(nil)
+	_ Analyst       = (*analysis.Service)(nil)
 	_ Planner       = (*planning.Service)(nil)
 	_ Trackers      = (*integrations.Service)(nil)
 )

@@ -5,7 +5,7 @@ import (
 	"net/url"
 
 	"verdict/internal/ai/planner"
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/domain"
 	"verdict/internal/store"
 	"verdict/internal/testcases"

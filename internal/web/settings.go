@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"verdict/internal/ai/analyst"
+	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
@@ -29,7 +29,7 @@ type settingsData struct {
 	Admin bool
 	// AI is the analyst's model settings, nil when the server has no analyst or they could not
 	// be read (AIError says so).
-	AI        *analyst.Config
+	AI        *analysis.Config
 	AIError   string
 	Providers []providerRow
 }
@@ -70,7 +70,7 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, settingsPath, "Organization settings saved.")
 }
 
-func (s *Server) updateAI(w http.ResponseWriter, r *http.Request, patch analyst.ConfigPatch, text string) {
+func (s *Server) updateAI(w http.ResponseWriter, r *http.Request, patch analysis.ConfigPatch, text string) {
 	if s.analyst == nil {
 		s.fail(w, r, domain.Unavailable("Analysis not configured", "Failure analysis is not available on this server"))
 		return
@@ -84,17 +84,17 @@ func (s *Server) updateAI(w http.ResponseWriter, r *http.Request, patch analyst.
 
 func (s *Server) setDefaultModel(w http.ResponseWriter, r *http.Request) {
 	m := r.PostFormValue("defaultModel")
-	s.updateAI(w, r, analyst.ConfigPatch{DefaultModel: &m}, "Default model set to "+m+".")
+	s.updateAI(w, r, analysis.ConfigPatch{DefaultModel: &m}, "Default model set to "+m+".")
 }
 
 // saveOwnKey saves a provider key of the organization's own, once the provider accepts it.
 func (s *Server) saveOwnKey(w http.ResponseWriter, r *http.Request) {
 	p := r.PostFormValue("provider")
-	s.updateAI(w, r, analyst.ConfigPatch{OwnKey: &analyst.OwnKey{Provider: p, APIKey: r.PostFormValue("apiKey")}},
+	s.updateAI(w, r, analysis.ConfigPatch{OwnKey: &analysis.OwnKey{Provider: p, APIKey: r.PostFormValue("apiKey")}},
 		"Your own "+p+" key was checked with the provider and saved.")
 }
 
 func (s *Server) removeOwnKey(w http.ResponseWriter, r *http.Request) {
 	p := r.PostFormValue("provider")
-	s.updateAI(w, r, analyst.ConfigPatch{RemoveOwnKey: &p}, "Your own "+p+" key was removed.")
+	s.updateAI(w, r, analysis.ConfigPatch{RemoveOwnKey: &p}, "Your own "+p+" key was removed.")
 }

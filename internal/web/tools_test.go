@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"verdict/internal/ai/planning"
+	"verdict/internal/planning"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"

@@ -1,0 +1,381 @@
+package analyzer
+
+import (
+	"strings"
+
+	"verdict/internal/ai"
+)
+
+// rule is one pattern of failure text and what it means. The first rule (in table order) with
+// a keyword in the failure's lower-cased text decides, unless its refine refuses.
+type rule struct {
+	id       string
+	category ai.Category
+	strength float64  // confidence when it matches: how rarely the pattern means anything else
+	keywords []string // lower-case; any one makes the rule a candidate (none: every failure is)
+	// refine, when set, confirms a candidate or refuses it. It may give another strength (0:
+	// the rule's) and point at the text that decided (an offset in the text; -1: the keyword's).
+	refine func(ft *failureText) (strength float64, at int, ok bool)
+	// aboutTarget: the failure is about reaching a host; its evidence names the host.
+	aboutTarget bool
+	// inAppCode, when set, is the rule that applies instead when the failure was raised in
+	// application code rather than in the suite or a library.
+	inAppCode *rule
+
+	one, many string // noun phrases for summaries: "a connection refusal", "connection refusals"
+	gist      string // what it means, for summaries: "the application under test was not reachable"
+	cause     string // root cause; "{target}" is replaced by the host, or by a general phrase
+	fix       string
+}
+
+// The rules, most specific first. Order is the design: a page that never loaded (network,
+// navigation) explains a locator that was never found; content assertions name the element
+// they waited for, so they come before locator rules; setup assertions before other ones.
+var rules = []*rule{
+	{
+		id: "out-of-memory", category: ai.Environment, strength: 0.9,
+		keywords: []string{"javascript heap out of memory", "outofmemoryerror", "memoryerror", "oomkilled", "cannot allocate memory", "out of memory"},
+		gist:     "the test process ran out of memory",
+		one:      "an out-of-memory error", many: "out-of-memory errors",
+		cause: "The test process ran out of memory.",
+		fix:   "Raise the run's memory limit, or lower the suite's parallelism (workers, forks) and memory use.",
+	},
+	{
+		id: "connection-refused", category: ai.Environment, strength: 0.85, aboutTarget: true,
+		keywords: []string{"econnrefused", "connection refused", "err_connection_refused", "connectexception", "failed to establish a new connection", "could not connect to server", "connection to server at", "failed without a response"},
+		gist:     "the application under test was not reachable",
+		one:      "a connection refusal", many: "connection refusals",
+		cause: "Connections to {target} were refused: the application under test (or a service it needs) was not running or not listening there.",
+		fix:   "Check that the application is up and that BASE_URL points to it (host and port), and that the suite waits until it is ready.",
+	},
+	{
+		id: "connection-reset", category: ai.Environment, strength: 0.8, aboutTarget: true,
+		keywords: []string{"econnreset", "connection reset", "err_connection_reset", "socket hang up", "err_connection_closed", "err_empty_response", "connection aborted", "remotedisconnected", "ehostunreach", "no route to host", "err_address_unreachable", "err_network_changed"},
+		gist:     "the application dropped connections",
+		one:      "a dropped connection", many: "dropped connections",
+		cause: "Connections to {target} were dropped mid-request: the application crashed or restarted, or the network between the run and it failed.",
+		fix:   "Check the application's logs and health at the time of the run for crashes or restarts.",
+	},
+	{
+		id: "dns-failure", category: ai.Environment, strength: 0.85, aboutTarget: true,
+		keywords: []string{"getaddrinfo", "enotfound ", "eai_again", "name or service not known", "nodename nor servname", "temporary failure in name resolution", "err_name_not_resolved", "unknownhostexception", "could not resolve host", "no such host", "failed to resolve"},
+		gist:     "a host name did not resolve",
+		one:      "a DNS failure", many: "DNS failures",
+		cause: "The host name of {target} could not be resolved from the run's container.",
+		fix:   "Check the host name in BASE_URL (or in the service URL the test uses) and that it resolves from the run network.",
+	},
+	{
+		id: "tls-failure", category: ai.Environment, strength: 0.8, aboutTarget: true,
+		keywords: []string{"certificate verify failed", "certificate_verify_failed", "sslhandshakeexception", "pkix path building failed", "err_cert_", "self-signed certificate", "self signed certificate", "unable to verify the first certificate", "unable_to_verify_leaf_signature", "cert_has_expired", "certificate has expired", "err_ssl_", "sslerror", "ssl routines"},
+		gist:     "TLS connections to the application failed",
+		one:      "a TLS certificate failure", many: "TLS certificate failures",
+		cause: "TLS connections to {target} failed: its certificate is self-signed, expired, or not trusted inside the run's container.",
+		fix:   "Serve a valid certificate, or add the issuing CA to the image's trust store (do not turn verification off in tests).",
+	},
+	{
+		id: "browser-failure", category: ai.Environment, strength: 0.8,
+		keywords: []string{"executable doesn't exist", "sessionnotcreatedexception", "could not start a new session", "chrome not reachable", "devtoolsactiveport", "browser has disconnected", "target crashed", "page crashed", "session deleted because of page crash", "browsertype.launch", "failed to launch", "no space left on device", "unable to obtain driver"},
+		gist:     "the browser or test runtime did not start or crashed",
+		one:      "a browser or runtime failure", many: "browser or runtime failures",
+		cause: "The browser or the test runtime failed to start or crashed (browser binaries missing from the image, no WebDriver session, a crashed page, or a full disk).",
+		fix:   "Check the image: browsers installed for the test library's version (npx playwright install --with-deps), the Selenium grid reachable, enough memory and disk.",
+	},
+	{
+		id: "navigation-timeout", category: ai.Environment, strength: 0.85, aboutTarget: true,
+		keywords: []string{"page.goto", "frame.goto", "page.reload", "page.waitfornavigation", "page.waitforloadstate", "navigating to", "your remote page to load", "timed out waiting for page load", "timed out receiving message from renderer", "err_connection_timed_out", "err_timed_out", "pageloadtimeout"},
+		refine:   timedOut,
+		gist:     "the application was down or too slow to serve pages",
+		one:      "a page that never loaded", many: "pages that never loaded",
+		cause: "Pages of {target} did not finish loading in time: the application was down, slow or unresponsive.",
+		fix:   "Check that the application is healthy and responsive when the suite starts; raise the navigation timeout only if it is known to be slow.",
+	},
+	{
+		id: "request-timeout", category: ai.Environment, strength: 0.8, aboutTarget: true,
+		keywords: []string{"readtimeout", "read timed out", "connecttimeout", "connect timeout", "sockettimeoutexception", "etimedout", "esockettimedout", "request timed out", "cy.request() timed out", "connection timed out", "httptimeoutexception", "timeout awaiting"},
+		gist:     "the application did not answer in time",
+		one:      "a request timeout", many: "request timeouts",
+		cause: "Requests to {target} timed out: the application or a service it calls did not answer in time.",
+		fix:   "Check the application's health and latency during the run (slow queries, overloaded dependencies).",
+	},
+	{
+		id: "gateway-unavailable", category: ai.Environment, strength: 0.8, aboutTarget: true,
+		keywords: []string{"502", "503", "504", "bad gateway", "service unavailable", "gateway time"},
+		refine:   gatewayStatus,
+		gist:     "the application was unavailable behind its proxy",
+		one:      "a gateway or availability error (502/503/504)", many: "gateway or availability errors (502/503/504)",
+		cause: "Requests to {target} were answered with 502, 503 or 504: a proxy could not reach the application, or it was overloaded or still starting.",
+		fix:   "Check that the application behind the proxy is running, and make the suite wait for its health check before starting.",
+	},
+	{
+		id: "invalid-response", category: ai.ProductBug, strength: 0.6,
+		keywords: []string{"in json at position", "is not valid json", "jsondecodeerror", "json.decoder", "jsonparseexception", "unexpected token '<'", "unexpected token <", "unexpected end of json", "mismatchedinputexception", "cannot deserialize value"},
+		gist:     "the application returned bodies the test could not read",
+		one:      "an unreadable response body", many: "unreadable response bodies",
+		cause: "The application answered with a body the test could not parse, often an HTML error page where JSON was expected.",
+		fix:   "Look at the response the application returned for that request: an error page means the endpoint failed.",
+	},
+	{
+		id: "uncaught-app-exception", category: ai.ProductBug, strength: 0.7,
+		keywords: []string{"originated from your application code", "uncaught exception in the page", "pageerror", "unhandled promise rejection in the page"},
+		gist:     "the application threw an uncaught error in the browser",
+		one:      "an uncaught error of the application", many: "uncaught errors of the application",
+		cause: "The application's own code threw an uncaught error in the browser while the test ran.",
+		fix:   "Fix the error in the application's front-end code (the browser console shows where it is thrown).",
+	},
+	{
+		id: "content-mismatch", category: ai.ProductBug, strength: 0.75,
+		keywords: []string{"tohavetext", "tocontaintext", "tohavevalue", "tohaveurl", "tohavetitle", "tohavecount", "tohaveattribute", "tohaveclass", "tohavecss", "to have text", "to contain text", "but the text was", "to have value", "expected to find content", "unexpected value"},
+		refine:   elementFound,
+		gist:     "the page shows other content than the test expects",
+		one:      "a page content mismatch", many: "page content mismatches",
+		cause: "The page showed other content than the test expects.",
+		fix:   "Compare the expected and received values: if the application shows the wrong thing, fix it; if the change was intended, update the test.",
+	},
+	{
+		id: "ambiguous-locator", category: ai.TestBug, strength: 0.85,
+		keywords: []string{"strict mode violation", "resolved to 2 elements", "matched multiple elements", "can only be called on a single element"},
+		gist:     "a locator matches several elements",
+		one:      "an ambiguous locator", many: "ambiguous locators",
+		cause: "A locator matched more than one element, so the test could not tell which one to use.",
+		fix:   "Make the locator specific: scope it to a container, or use a role with an exact name or a test id.",
+	},
+	{
+		id: "locator-not-found", category: ai.TestBug, strength: 0.8,
+		keywords: []string{"waiting for locator(", "waiting for getby", "waiting for selector", "waiting for frame", "unable to locate element", "nosuchelementexception", "no such element", "expected to find element", "never found it", "element(s) not found", "element not found", "resolved to 0 elements", "waiting for visibility of element", "waiting for presence of element", "waiting for element to be clickable", "invalidselectorexception", "is not a valid selector", "waiting for element"},
+		gist:     "selectors no longer match the page",
+		one:      "a locator that found no element", many: "locators that found no element",
+		cause: "The test waited for an element its locator never found: the selector no longer matches the page, or the page is not in the state the test assumes.",
+		fix:   "Update the selector (prefer test ids or roles) and check that the test reaches the page state it expects.",
+	},
+	{
+		id: "element-not-interactable", category: ai.TestBug, strength: 0.7,
+		keywords: []string{"elementnotinteractableexception", "element not interactable", "elementclickinterceptedexception", "element click intercepted", "is being covered by another element", "staleelementreferenceexception", "stale element", "not attached to the dom", "detached from the dom", "not clickable at point", "element is not visible", "element is not enabled", "outside of the viewport"},
+		gist:     "elements were covered, hidden or stale when used",
+		one:      "an element the test could not use", many: "elements the test could not use",
+		cause: "The element was found but was covered, hidden, disabled, detached or stale when the test acted on it.",
+		fix:   "Wait for the element to be ready (visible, enabled, not covered), dismiss overlays first, and query elements again after the page changes.",
+	},
+	{
+		id: "fixture-error", category: ai.TestBug, strength: 0.85,
+		keywords: []string{"fixture '", "fixture \"", "scopemismatch", "@pytest.fixture", "parameterresolutionexception", "no parameterresolver registered", "a fixture file could not be found", "cy.fixture()", "fixtures are not meant to be called directly", "error reading storage state", "no such file or directory", "filenotfounderror", "nosuchfileexception"},
+		gist:     "a fixture or file the test needs is missing",
+		one:      "a missing fixture or test file", many: "missing fixtures or test files",
+		cause: "A fixture, parameter or file the test needs (fixture data, saved login state, upload) is missing or misconfigured.",
+		fix:   "Define or import the fixture (conftest.py, fixture files, parameter resolvers) and check its name and scope, or make the setup that writes the file run first.",
+	},
+	{
+		id: "test-code-error", category: ai.TestBug, strength: 0.85,
+		keywords: []string{"syntaxerror", "indentationerror", "importerror", "modulenotfounderror", "nameerror", "referenceerror", "is not defined", "cannot find module", "module not found", "webpack compilation error", "can't resolve", "noclassdeffounderror", "classnotfoundexception", "nosuchmethoderror", "compilation failed", "cannot find symbol", "unresolved compilation problem", "error ts", "cannot use import statement"},
+		gist:     "the test code does not load",
+		one:      "an error in the test code", many: "errors in the test code",
+		cause: "The test code does not load or run: a syntax, import or reference error.",
+		fix:   "Fix the test code at the file and line shown; run the suite (or a type checker or linter) locally before pushing.",
+	},
+	{
+		id: "runtime-error", category: ai.TestBug, strength: 0.75,
+		keywords: []string{"typeerror", "attributeerror", "nullpointerexception", "cannot read propert", "is not a function", "is not iterable", "keyerror", "indexerror", "has no attribute", "'nonetype' object", "illegalstateexception", "classcastexception", "cannot invoke"},
+		refine:   raisedInTestCode, inAppCode: appCodeRule,
+		gist: "the test code failed at runtime",
+		one:  "a runtime error in test code", many: "runtime errors in test code",
+		cause: "Code failed at runtime (a type error, a null or undefined value, a missing key or attribute) at the frame shown.",
+		fix:   "Fix the code at the top frame of the stack; guard values the test reads from responses or pages.",
+	},
+	{
+		id: "setup-assertion", category: ai.TestBug, strength: 0.6,
+		keywords: assertionKeywords,
+		refine:   inSetupWithoutServerError,
+		gist:     "test preconditions were not met",
+		one:      "a failed assertion in test setup", many: "failed assertions in test setup",
+		cause: "An assertion in a setup hook or fixture failed: the test's preconditions (data, accounts, state) are not what it assumes.",
+		fix:   "Check the test data and setup the hook relies on (seed data, accounts, feature flags).",
+	},
+	{
+		id: "server-error-status", category: ai.ProductBug, strength: 0.9,
+		refine: serverErrorStatus,
+		gist:   "the application failed while handling the requests",
+		one:    "a server error (HTTP 5xx)", many: "server errors (HTTP 5xx)",
+		cause: "The application answered with an HTTP 5xx error where the test expected success.",
+		fix:   "Read the application's logs for the failing request: the error is in the application.",
+	},
+	{
+		id: "status-mismatch", category: ai.ProductBug, strength: 0.8,
+		refine: anyStatus,
+		gist:   "the application answered with unexpected HTTP statuses",
+		one:    "an unexpected HTTP status", many: "unexpected HTTP statuses",
+		cause: "The application answered with another HTTP status than the test expects.",
+		fix:   "Check the endpoint's behaviour against the test's expectation; fix the application, or the test if the contract changed.",
+	},
+	{
+		id: "execution-timeout", category: ai.Environment, strength: 0.65,
+		keywords: []string{"test timeout of", "exceeded timeout of", "failed: timeout >", "conditiontimeoutexception", "was not fulfilled within", "ms exceeded. for async tests", "timeout of", "execution timed out"},
+		gist:     "tests ran out of time",
+		one:      "a test that ran out of time", many: "tests that ran out of time",
+		cause: "Tests ran longer than their time limit: the application or its dependencies were slow.",
+		fix:   "Check the application's responsiveness during the run; raise the test timeout only if the work is known to be slow.",
+	},
+	{
+		id: "assertion-mismatch", category: ai.ProductBug, strength: 0.7,
+		keywords: assertionKeywords,
+		gist:     "the application returned unexpected values",
+		one:      "an assertion mismatch", many: "assertion mismatches",
+		cause: "The application returned other values than the test expects.",
+		fix:   "Compare the expected and actual values of the failing assertion; fix the application, or the expectation if the change was intended.",
+	},
+	{
+		id: "timeout", category: ai.Environment, strength: 0.6,
+		keywords: []string{"timeouterror", "timeoutexception", "timed out", "timeout", "time out", "took too long"},
+		gist:     "operations timed out",
+		one:      "a timeout", many: "timeouts",
+		cause: "Operations timed out: the application or the run's environment was slow or unresponsive.",
+		fix:   "Check the application's health and the run's resources (CPU, memory) at the time of the run.",
+	},
+}
+
+// assertionKeywords mark assertion failures of Jest/Playwright, chai, pytest, unittest, JUnit,
+// AssertJ, Hamcrest and RestAssured.
+var assertionKeywords = []string{
+	"expect(", "assertionerror", "assertionfailederror", "comparisonfailure", "assert ", "expected:",
+	"expected ", "but was", "to equal", "to deep equal", " != ", "expecting", "doesn't match",
+	"does not match", "expectation failed", "to be truthy", "to be true", "to be false", "to include",
+	"to contain", "assertequals", "multipleassertionserror", "softassertionerror",
+}
+
+// unknownRule describes a failure no rule matched.
+var unknownRule = &rule{
+	id: "unrecognised", category: ai.Unknown, strength: 0.2,
+	gist: "no known pattern matched",
+	one:  "an unrecognised failure", many: "unrecognised failures",
+	cause: "The failure matches no known pattern.",
+	fix:   "Read the failing tests' messages and the log excerpt, and triage the failure so later runs learn its category.",
+}
+
+// appCodeRule is runtime-error's reading when the top frame of the stack is application code
+// that a test called: the application failed, not the test.
+var appCodeRule = &rule{
+	id: "app-code-error", category: ai.ProductBug, strength: 0.55,
+	gist: "application code threw an exception",
+	one:  "an exception in application code", many: "exceptions in application code",
+	cause: "An exception was raised in application code the test called.",
+	fix:   "Fix the application code at the top frame of the stack.",
+}
+
+// match is a rule's verdict on one failure.
+type match struct {
+	rule     *rule
+	strength float64
+	matched  string // the line of text that matched
+	target   string // the host the failure is about, for network rules
+	isBase   bool   // target is the run's BASE_URL host
+}
+
+// applyRules runs the table over one failure's text.
+func applyRules(ft *failureText, rc *runContext) match {
+	for _, r := range rules {
+		at := -1
+		for _, k := range r.keywords {
+			if i := strings.Index(ft.lower, k); i >= 0 {
+				at = i
+				break
+			}
+		}
+		if at < 0 && r.keywords != nil {
+			continue
+		}
+		strength := r.strength
+		if r.refine != nil {
+			s, refinedAt, ok := r.refine(ft)
+			if !ok {
+				continue
+			}
+			if s > 0 {
+				strength = s
+			}
+			if refinedAt >= 0 {
+				at = refinedAt
+			}
+		}
+		if r.inAppCode != nil && ft.frameOrigin() == "app" {
+			r, strength = r.inAppCode, r.inAppCode.strength
+		}
+		m := match{rule: r, strength: strength}
+		if at >= 0 {
+			m.matched = lineAt(ft.text, at)
+		}
+		if r.aboutTarget {
+			m.target, m.isBase = rc.findTarget(ft.text)
+			if m.isBase {
+				m.strength = min(m.strength+0.1, 0.95)
+			}
+		}
+		return m
+	}
+	return match{rule: unknownRule, strength: unknownRule.strength}
+}
+
+// timedOut confirms a navigation rule: the navigation must have timed out or failed.
+func timedOut(ft *failureText) (float64, int, bool) {
+	return 0, -1, containsAny(ft.lower, []string{"timeout", "timed out", "err_"})
+}
+
+// elementFound confirms a content assertion: the element was there, its content differed.
+// Without the element it is a locator problem.
+func elementFound(ft *failureText) (float64, int, bool) {
+	return 0, -1, !containsAny(ft.lower, []string{"element(s) not found", "element not found", "never found it", "expected to find element"})
+}
+
+// raisedInTestCode scores a runtime error by where it was raised: in the suite's code it is a
+// test bug; raised in a library with no suite frame shown it is a weaker guess.
+func raisedInTestCode(ft *failureText) (float64, int, bool) {
+	if ft.frameOrigin() == "test" {
+		return 0, -1, true
+	}
+	return 0.45, -1, true
+}
+
+// setupMarkers show a failure happened while preparing a test, not in the test itself.
+var setupMarkers = []string{
+	`"beforeeach" hook`, `"beforeall" hook`, `"before each" hook`, `"before all" hook`,
+	"error at setup of", "failed on setup", "during a `before", "conftest.py", ".setup(",
+	"beforeeach", "beforeall", "@before", "setup_method", "setup_class", "setupclass",
+}
+
+// inSetupWithoutServerError confirms a setup assertion unless the application answered 5xx:
+// a setup step that got a server error found a product bug.
+func inSetupWithoutServerError(ft *failureText) (float64, int, bool) {
+	inSetup := containsAny(ft.lower, setupMarkers)
+	for _, f := range ft.frames {
+		inSetup = inSetup || containsAny(asciiLower(f), setupMarkers)
+	}
+	if !inSetup {
+		return 0, -1, false
+	}
+	s, _ := ft.httpStatus()
+	return 0, -1, s < 500
+}
+
+// gatewayStatus confirms a gateway error by the status the application answered, or, a
+// little less surely, by the status's words alone.
+func gatewayStatus(ft *failureText) (float64, int, bool) {
+	switch s, at := ft.httpStatus(); s {
+	case 502, 503, 504:
+		return 0, at, true
+	}
+	return 0.7, -1, containsAny(ft.lower, []string{"bad gateway", "service unavailable", "gateway time"})
+}
+
+// serverErrorStatus confirms a 5xx answer by its status or, a little less surely, its words.
+func serverErrorStatus(ft *failureText) (float64, int, bool) {
+	if s, at := ft.httpStatus(); s >= 500 {
+		return 0, at, true
+	}
+	if i := strings.Index(ft.lower, "internal server error"); i >= 0 {
+		return 0.8, i, true
+	}
+	return 0, -1, false
+}
+
+// anyStatus confirms a status mismatch: the failure names the status the application answered.
+func anyStatus(ft *failureText) (float64, int, bool) {
+	s, at := ft.httpStatus()
+	return 0, at, s != 0
+}

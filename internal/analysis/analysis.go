@@ -1,4 +1,4 @@
-// Package analysis is the failure analysis service: it explains failed runs for Verdict: it feeds the built-in analyser
+// Package analysis is the failure analysis service: it explains failed runs, feeding the built-in analyser
 // (internal/ai/analyzer) with what the organization knows — its failure history and people's
 // triages — and, when the organization's model is one, asks the model (internal/ai/models)
 // with the built-in findings as evidence, falling back to the built-in answer on any failure.

@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
+	"verdict/internal/analysis"
 	"verdict/internal/domain"
 )
 

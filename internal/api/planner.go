@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"verdict/internal/planning"
 	"verdict/internal/domain"
+	"verdict/internal/planning"
 )
 
 var errPlannerOff = domain.Unavailable("Planner not configured", "The automation planner is not available on this server")

@@ -15,9 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
-	"verdict/internal/planning"
+	"verdict/internal/analysis"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
@@ -32,6 +31,7 @@ import (
 	"verdict/internal/mail"
 	"verdict/internal/metrics"
 	"verdict/internal/peerhttp"
+	"verdict/internal/planning"
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
 	"verdict/internal/report"

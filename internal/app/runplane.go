@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
+	"verdict/internal/analysis"
 	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"verdict/internal/planning"
 	"verdict/internal/api"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
@@ -13,6 +12,7 @@ import (
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
+	"verdict/internal/planning"
 	"verdict/internal/report"
 	"verdict/internal/testcases"
 )

@@ -12,9 +12,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
 	"verdict/internal/ai/planner"
+	"verdict/internal/analysis"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/store"

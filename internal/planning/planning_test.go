@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
 	"verdict/internal/ai/planner"
+	"verdict/internal/analysis"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/store"

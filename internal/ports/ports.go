@@ -15,15 +15,15 @@ package ports
 import (
 	"context"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/planner"
-	"verdict/internal/planning"
+	"verdict/internal/analysis"
 	"verdict/internal/auth"
 	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/planning"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )

@@ -5,8 +5,8 @@ import (
 	"net/url"
 
 	"verdict/internal/ai/planner"
-	"verdict/internal/planning"
 	"verdict/internal/domain"
+	"verdict/internal/planning"
 	"verdict/internal/store"
 	"verdict/internal/testcases"
 )

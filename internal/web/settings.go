@@ -3,8 +3,8 @@ package web
 import (
 	"net/http"
 
-	"verdict/internal/analysis"
 	"verdict/internal/ai/models"
+	"verdict/internal/analysis"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 )

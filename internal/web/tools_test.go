@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"verdict/internal/planning"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
+	"verdict/internal/planning"
 	"verdict/internal/ports"
 	"verdict/internal/store"
 	"verdict/internal/testcases"

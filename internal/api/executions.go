@@ -248,7 +248,7 @@ func (s *Server) testsStructure(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	m, err := s.executions.Metrics(r.Context(), principalFrom(r), r.PathValue("image"))
+	m, err := s.executions.Insights(r.Context(), principalFrom(r), r.PathValue("image"))
 	if err != nil {
 		s.fail(w, r, err, "Failed to compute metrics")
 		return

@@ -9,9 +9,9 @@ import (
 	"verdict/internal/domain"
 )
 
-// Metrics records what the API observes (metrics.Metrics): every request, by route pattern and
+// RequestMetrics records what the API observes (metrics.Metrics): every request, by route pattern and
 // status, and the payment provider's webhook deliveries by outcome.
-type Metrics interface {
+type RequestMetrics interface {
 	ObserveRequest(route string, status int, elapsed time.Duration)
 	WebhookOutcome(outcome string)
 }

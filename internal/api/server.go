@@ -67,7 +67,7 @@ type Deps struct {
 	// nil: such requests answer the mux's 404.
 	Pages http.Handler
 	// Metrics records requests and webhook outcomes (metrics.Metrics); nil: nothing.
-	Metrics Metrics
+	Metrics RequestMetrics
 	// MetricsHandler serves GET /metrics, checking its own token; nil: the route answers 404.
 	MetricsHandler http.Handler
 	Ready          []Checker
@@ -106,7 +106,7 @@ type Server struct {
 	proxies        []netip.Prefix
 	ready          []Checker
 	readyLog       *readyLog
-	observe        Metrics
+	observe        RequestMetrics
 	metricsHandler http.Handler
 	bodyTimeout    time.Duration
 	log            *slog.Logger

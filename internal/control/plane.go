@@ -29,8 +29,8 @@ type Events interface {
 	ExecutionLog(orgID, taskID, chunk string, offset int64)
 }
 
-// Metrics records runs as they start and reach their final status (metrics.Metrics).
-type Metrics interface {
+// RunMetrics records runs as they start and reach their final status (metrics.Metrics).
+type RunMetrics interface {
 	RunStarted(e *domain.Execution)
 	RunFinished(e *domain.Execution)
 }
@@ -46,7 +46,7 @@ type Plane struct {
 	Log       *slog.Logger
 	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 	Analyst   Analyst         // explains failed runs (see settle); nil: none
-	Metrics   Metrics         // records starts and ends; nil: none
+	Metrics   RunMetrics      // records starts and ends; nil: none
 	// Steps are the post-run steps, in order, run once a run reached its final status (see
 	// Step; Announce is the one that tells the organization's room); nil: none.
 	Steps []Step

@@ -35,7 +35,7 @@ type Reaper struct {
 	Clock    domain.Clock
 	Log      *slog.Logger
 	Interval time.Duration // [5s]
-	Metrics  Metrics       // counts the runs it ends; nil: none
+	Metrics  RunMetrics    // counts the runs it ends; nil: none
 	// Grace is the time every runner gets to renew its leases after an outage [30s]: the
 	// server's lease, at least minGrace (a runner retries a failed renewal within a few
 	// seconds).

@@ -460,7 +460,7 @@ func TestTenantIsolation(t *testing.T) {
 	if runs, total, err := f.svc.List(f.ctx, intruder, store.ExecutionFilter{Limit: 50}); err != nil || total != 0 || len(runs) != 0 {
 		t.Fatalf("the intruder lists %d runs (%d) %v", len(runs), total, err)
 	}
-	if m, err := f.svc.Metrics(f.ctx, intruder, "img"); err != nil || m.SampleSize != 0 {
+	if m, err := f.svc.Insights(f.ctx, intruder, "img"); err != nil || m.SampleSize != 0 {
 		t.Fatalf("the intruder's metrics: %+v %v", m, err)
 	}
 

@@ -161,8 +161,8 @@ func (s *Service) Delete(ctx context.Context, p *identity.Principal, taskID stri
 	return nil
 }
 
-// Metrics are the performance insights of an image's recent runs.
-type Metrics struct {
+// Insights are the performance insights of an image's recent runs.
+type Insights struct {
 	SampleSize        int
 	AverageDurationMs int64
 	LastRunDurationMs int64
@@ -174,13 +174,13 @@ type Metrics struct {
 // metricsSample is how many recent runs the insights look at.
 const metricsSample = 20
 
-// Metrics computes insights over the organization's last finished runs of an image.
-func (s *Service) Metrics(ctx context.Context, p *identity.Principal, image string) (*Metrics, error) {
+// Insights computes them over the organization's last finished runs of an image.
+func (s *Service) Insights(ctx context.Context, p *identity.Principal, image string) (*Insights, error) {
 	runs, err := s.store.Executions().ListFinishedForImage(ctx, p.OrgID, image, metricsSample)
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{SampleSize: len(runs), FlakyTests: []string{}}
+	m := &Insights{SampleSize: len(runs), FlakyTests: []string{}}
 	if len(runs) == 0 {
 		return m, nil
 	}

@@ -79,7 +79,7 @@ type Executions interface {
 
 	Defaults(ctx context.Context, p *identity.Principal) (*executions.Defaults, error)
 	TestsStructure(ctx context.Context, p *identity.Principal, image, projectID string) (*executions.TestsStructure, error)
-	Metrics(ctx context.Context, p *identity.Principal, image string) (*executions.Metrics, error)
+	Insights(ctx context.Context, p *identity.Principal, image string) (*executions.Insights, error)
 	// Overview is the organization's run health (the dashboard's /overview).
 	Overview(ctx context.Context, p *identity.Principal) (*executions.Overview, error)
 

@@ -21,7 +21,7 @@ import (
 	"verdict/internal/store"
 )
 
-// Models is what the analyst needs of the model providers (*models.Client).
+// Models is what the analyst needs of the model providers (*providers.Client).
 type Models interface {
 	Analyse(ctx context.Context, p models.Provider, model, apiKey string, evidence json.RawMessage) (ai.Finding, error)
 	CheckKey(ctx context.Context, p models.Provider, apiKey string) error

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"verdict/internal/ai/models"
+	"verdict/internal/ai/providers"
 	"verdict/internal/analysis"
 	"verdict/internal/api"
 	"verdict/internal/auth"
@@ -138,7 +139,7 @@ type wiring struct {
 	followers *follow.Broadcaster
 	events    hubEvents
 
-	modelClient *models.Client // run plane
+	modelClient *providers.Client // run plane
 	analyses    *analysis.Service
 	execs       *executions.Service
 
@@ -159,7 +160,7 @@ func (w *wiring) redisPrefix() string {
 }
 
 // modelsConfig points the model providers' clients where the configuration says.
-func modelsConfig(cfg config.AI) models.Config {
+func modelsConfig(cfg config.AI) providers.Config {
 	base := map[models.Provider]string{}
 	for p, u := range map[models.Provider]string{models.OpenAI: cfg.OpenAIBaseURL, models.Gemini: cfg.GeminiBaseURL,
 		models.Anthropic: cfg.AnthropicBaseURL} {
@@ -167,7 +168,7 @@ func modelsConfig(cfg config.AI) models.Config {
 			base[p] = u
 		}
 	}
-	return models.Config{BaseURL: base}
+	return providers.Config{BaseURL: base}
 }
 
 func (a *App) readiness() []api.Checker {

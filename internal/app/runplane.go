@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"verdict/internal/ai/models"
+	"verdict/internal/ai/providers"
 	"verdict/internal/analysis"
 	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
@@ -93,7 +94,7 @@ func (w *wiring) analyst() error {
 	if err != nil {
 		return err
 	}
-	modelClient := models.New(modelsConfig(cfg.AI))
+	modelClient := providers.New(modelsConfig(cfg.AI))
 	w.modelClient = modelClient
 	analyses := analysis.New(analysis.Deps{Store: st, Box: keysBox, Models: modelClient,
 		ServerKeys: map[models.Provider]string{models.OpenAI: cfg.AI.OpenAIAPIKey, models.Gemini: cfg.AI.GeminiAPIKey,

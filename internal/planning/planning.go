@@ -20,7 +20,7 @@ import (
 	"verdict/internal/store"
 )
 
-// Models is what the planner needs of the model providers (*models.Client).
+// Models is what the planner needs of the model providers (*providers.Client).
 type Models interface {
 	Plan(ctx context.Context, p models.Provider, model, apiKey, instructions string, data json.RawMessage) (string, error)
 }

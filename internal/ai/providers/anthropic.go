@@ -1,10 +1,11 @@
-package models
+package providers
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"verdict/internal/ai/models"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -43,9 +44,9 @@ func askAnthropic(ctx context.Context, cl *call, model string, r query) (string,
 	}
 	switch res.StopReason {
 	case anthropic.StopReasonRefusal:
-		return "", &outcome{ErrRefused, "refusal"}
+		return "", &outcome{models.ErrRefused, "refusal"}
 	case anthropic.StopReasonMaxTokens:
-		return "", &outcome{ErrInvalidOutput, "the answer was cut at the token limit"}
+		return "", &outcome{models.ErrInvalidOutput, "the answer was cut at the token limit"}
 	}
 	var text strings.Builder
 	for _, block := range res.Content {
@@ -54,7 +55,7 @@ func askAnthropic(ctx context.Context, cl *call, model string, r query) (string,
 		}
 	}
 	if text.Len() == 0 {
-		return "", &outcome{ErrEmptyOutput, "no text content"}
+		return "", &outcome{models.ErrEmptyOutput, "no text content"}
 	}
 	return text.String(), nil
 }

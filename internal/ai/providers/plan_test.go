@@ -1,4 +1,4 @@
-package models
+package providers
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"verdict/internal/ai/models"
 )
 
 // planInstr stands for the planner's fixed instructions.
@@ -89,9 +90,9 @@ func TestPlanHTTPErrors(t *testing.T) {
 		status int
 		kind   error
 	}{
-		{429, ErrRateLimited},
-		{500, ErrProvider},
-		{401, ErrKeyRefused},
+		{429, models.ErrRateLimited},
+		{500, models.ErrProvider},
+		{401, models.ErrKeyRefused},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			t.Parallel()
@@ -101,7 +102,7 @@ func TestPlanHTTPErrors(t *testing.T) {
 				if !errors.Is(err, tc.kind) {
 					t.Fatalf("error = %v, want %v", err, tc.kind)
 				}
-				var e *Error
+				var e *models.Error
 				if !errors.As(err, &e) || e.StatusCode != tc.status || e.Provider != w.provider || e.Op != "plan" {
 					t.Errorf("error = %#v, want status %d from %s in plan", e, tc.status, w.provider)
 				}
@@ -125,9 +126,9 @@ func TestPlanTimesOutOnAHangingServer(t *testing.T) {
 		})
 		t.Cleanup(func() { close(release) })
 		start := time.Now()
-		c := New(Config{BaseURL: map[Provider]string{w.provider: f.URL + w.baseSuffix}, Timeout: 5 * time.Second, PlanTimeout: 300 * time.Millisecond})
+		c := New(Config{BaseURL: map[models.Provider]string{w.provider: f.URL + w.baseSuffix}, Timeout: 5 * time.Second, PlanTimeout: 300 * time.Millisecond})
 		_, err := c.Plan(context.Background(), w.provider, w.model, testKey, planInstr, json.RawMessage(planData))
-		if !errors.Is(err, ErrTimeout) {
+		if !errors.Is(err, models.ErrTimeout) {
 			t.Fatalf("error = %v, want ErrTimeout", err)
 		}
 		if d := time.Since(start); d < 300*time.Millisecond || d > 2*time.Second {
@@ -142,13 +143,13 @@ func TestPlanRefusesBadOutput(t *testing.T) {
 		answer string
 		kind   error
 	}{
-		"not JSON":        {goodPlan, ErrInvalidOutput},
-		"extra field":     {js(map[string]string{"markdown": goodPlan, "note": "x"}), ErrInvalidOutput},
-		"missing field":   {`{"plan":"# x"}`, ErrInvalidOutput},
-		"empty markdown":  {planAnswer(" \n"), ErrInvalidOutput},
-		"markdown number": {`{"markdown":42}`, ErrInvalidOutput},
-		"too large":       {planAnswer(strings.Repeat("a", maxPlanBytes+1)), ErrInvalidOutput},
-		"empty":           {"", ErrEmptyOutput},
+		"not JSON":        {goodPlan, models.ErrInvalidOutput},
+		"extra field":     {js(map[string]string{"markdown": goodPlan, "note": "x"}), models.ErrInvalidOutput},
+		"missing field":   {`{"plan":"# x"}`, models.ErrInvalidOutput},
+		"empty markdown":  {planAnswer(" \n"), models.ErrInvalidOutput},
+		"markdown number": {`{"markdown":42}`, models.ErrInvalidOutput},
+		"too large":       {planAnswer(strings.Repeat("a", maxPlanBytes+1)), models.ErrInvalidOutput},
+		"empty":           {"", models.ErrEmptyOutput},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -165,7 +166,7 @@ func TestPlanRefusesBadOutput(t *testing.T) {
 		t.Parallel()
 		forEachWire(t, func(t *testing.T, w wire) {
 			f := newFake(t, reply(200, w.refusal))
-			if _, err := clientFor(w, f, 5*time.Second).Plan(context.Background(), w.provider, w.model, testKey, planInstr, json.RawMessage(planData)); !errors.Is(err, ErrRefused) {
+			if _, err := clientFor(w, f, 5*time.Second).Plan(context.Background(), w.provider, w.model, testKey, planInstr, json.RawMessage(planData)); !errors.Is(err, models.ErrRefused) {
 				t.Errorf("error = %v, want ErrRefused", err)
 			}
 		})
@@ -175,7 +176,7 @@ func TestPlanRefusesBadOutput(t *testing.T) {
 		forEachWire(t, func(t *testing.T, w wire) {
 			f := newFake(t, reply(200, `<html>gateway</html>`))
 			_, err := clientFor(w, f, 5*time.Second).Plan(context.Background(), w.provider, w.model, testKey, planInstr, json.RawMessage(planData))
-			if err == nil || errors.Is(err, ErrKeyRefused) || errors.Is(err, ErrTimeout) {
+			if err == nil || errors.Is(err, models.ErrKeyRefused) || errors.Is(err, models.ErrTimeout) {
 				t.Errorf("error = %v, want a provider error", err)
 			}
 		})
@@ -183,22 +184,22 @@ func TestPlanRefusesBadOutput(t *testing.T) {
 }
 
 func TestPlanRefusesBadArguments(t *testing.T) {
-	c := New(Config{BaseURL: map[Provider]string{OpenAI: "http://127.0.0.1:1/v1"}})
+	c := New(Config{BaseURL: map[models.Provider]string{models.OpenAI: "http://127.0.0.1:1/v1"}})
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
-		p                     Provider
+		p                     models.Provider
 		model, key, ins, data string
 		kind                  error
 	}{
-		"unknown provider":   {"mistral", "large", testKey, planInstr, planData, ErrUnknownProvider},
-		"no key":             {OpenAI, "gpt-5.4-mini", "", planInstr, planData, ErrNoKey},
-		"bad model":          {OpenAI, "gpt 5", testKey, planInstr, planData, ErrBadModel},
-		"no instructions":    {OpenAI, "gpt-5.4-mini", testKey, " \n", planData, ErrBadInstructions},
-		"long instructions":  {OpenAI, "gpt-5.4-mini", testKey, strings.Repeat("a", MaxInstructionsBytes+1), planData, ErrBadInstructions},
-		"data not JSON":      {OpenAI, "gpt-5.4-mini", testKey, planInstr, "steps: open", ErrBadEvidence},
-		"no data":            {OpenAI, "gpt-5.4-mini", testKey, planInstr, "", ErrBadEvidence},
-		"data too big":       {OpenAI, "gpt-5.4-mini", testKey, planInstr, `"` + strings.Repeat("a", MaxEvidenceBytes) + `"`, ErrBadEvidence},
-		"instructions UTF-8": {OpenAI, "gpt-5.4-mini", testKey, "plan \xff", planData, ErrBadInstructions},
+		"unknown provider":   {"mistral", "large", testKey, planInstr, planData, models.ErrUnknownProvider},
+		"no key":             {models.OpenAI, "gpt-5.4-mini", "", planInstr, planData, models.ErrNoKey},
+		"bad model":          {models.OpenAI, "gpt 5", testKey, planInstr, planData, models.ErrBadModel},
+		"no instructions":    {models.OpenAI, "gpt-5.4-mini", testKey, " \n", planData, models.ErrBadInstructions},
+		"long instructions":  {models.OpenAI, "gpt-5.4-mini", testKey, strings.Repeat("a", MaxInstructionsBytes+1), planData, models.ErrBadInstructions},
+		"data not JSON":      {models.OpenAI, "gpt-5.4-mini", testKey, planInstr, "steps: open", models.ErrBadEvidence},
+		"no data":            {models.OpenAI, "gpt-5.4-mini", testKey, planInstr, "", models.ErrBadEvidence},
+		"data too big":       {models.OpenAI, "gpt-5.4-mini", testKey, planInstr, `"` + strings.Repeat("a", MaxEvidenceBytes) + `"`, models.ErrBadEvidence},
+		"instructions UTF-8": {models.OpenAI, "gpt-5.4-mini", testKey, "plan \xff", planData, models.ErrBadInstructions},
 	} {
 		if _, err := c.Plan(ctx, tc.p, tc.model, tc.key, tc.ins, json.RawMessage(tc.data)); !errors.Is(err, tc.kind) {
 			t.Errorf("%s: error = %v, want %v", name, err, tc.kind)

@@ -1,4 +1,4 @@
-package models
+package providers
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package models
+package providers
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"verdict/internal/ai"
+	"verdict/internal/ai/models"
 )
 
 // The fakes below answer as each provider's API does on the wire (paths, headers, bodies,
@@ -45,7 +46,7 @@ type sent struct {
 
 // wire describes one provider's protocol.
 type wire struct {
-	provider    Provider
+	provider    models.Provider
 	model       string
 	baseSuffix  string // what the base URL adds to the server's address
 	analysePath string
@@ -102,7 +103,7 @@ func str(t *testing.T, v any, path ...any) string {
 
 var wires = []wire{
 	{
-		provider:    OpenAI,
+		provider:    models.OpenAI,
 		model:       "gpt-5.4-mini",
 		baseSuffix:  "/v1",
 		analysePath: "/v1/chat/completions",
@@ -165,7 +166,7 @@ var wires = []wire{
 		bounds: true,
 	},
 	{
-		provider:    Gemini,
+		provider:    models.Gemini,
 		model:       "gemini-3.5-flash-lite",
 		analysePath: "/v1beta/models/gemini-3.5-flash-lite:generateContent",
 		checkPath:   "/v1beta/models?pageSize=1",
@@ -220,7 +221,7 @@ var wires = []wire{
 		bounds: true,
 	},
 	{
-		provider:    Anthropic,
+		provider:    models.Anthropic,
 		model:       "claude-haiku-4-5",
 		analysePath: "/v1/messages",
 		checkPath:   "/v1/models?limit=1",
@@ -325,7 +326,7 @@ func reply(status int, body string) http.HandlerFunc {
 }
 
 func clientFor(w wire, f *fake, timeout time.Duration) *Client {
-	return New(Config{BaseURL: map[Provider]string{w.provider: f.URL + w.baseSuffix}, Timeout: timeout})
+	return New(Config{BaseURL: map[models.Provider]string{w.provider: f.URL + w.baseSuffix}, Timeout: timeout})
 }
 
 // forEachWire runs test once per provider, in parallel.
@@ -445,7 +446,7 @@ func TestAnalyseKeepsInjectedTextInUserMessage(t *testing.T) {
 		// The fake model "obeys" the log: its answer is not a finding, and must be refused.
 		f := newFake(t, reply(200, w.answer(`{"category":"product_bug","confidence":1}`)))
 		_, err := clientFor(w, f, 5*time.Second).Analyse(context.Background(), w.provider, w.model, testKey, json.RawMessage(ev))
-		if !errors.Is(err, ErrInvalidOutput) {
+		if !errors.Is(err, models.ErrInvalidOutput) {
 			t.Errorf("error = %v, want ErrInvalidOutput", err)
 		}
 		s := readSent(t, w, onlyRequest(t, f))
@@ -463,10 +464,10 @@ func TestAnalyseHTTPErrors(t *testing.T) {
 		status int
 		kind   error
 	}{
-		{429, ErrRateLimited},
-		{500, ErrProvider},
-		{401, ErrKeyRefused},
-		{403, ErrKeyRefused},
+		{429, models.ErrRateLimited},
+		{500, models.ErrProvider},
+		{401, models.ErrKeyRefused},
+		{403, models.ErrKeyRefused},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			t.Parallel()
@@ -478,7 +479,7 @@ func TestAnalyseHTTPErrors(t *testing.T) {
 				if !errors.Is(err, tc.kind) {
 					t.Fatalf("error = %v, want %v", err, tc.kind)
 				}
-				var e *Error
+				var e *models.Error
 				if !errors.As(err, &e) || e.StatusCode != tc.status || e.Provider != w.provider || e.Op != "analyse" {
 					t.Errorf("error = %#v, want status %d from %s", e, tc.status, w.provider)
 				}
@@ -507,7 +508,7 @@ func TestAnalyseTimesOutOnAHangingServer(t *testing.T) {
 		start := time.Now()
 		_, err := clientFor(w, f, 300*time.Millisecond).Analyse(context.Background(), w.provider, w.model, testKey, json.RawMessage(evidence))
 		elapsed := time.Since(start)
-		if !errors.Is(err, ErrTimeout) {
+		if !errors.Is(err, models.ErrTimeout) {
 			t.Fatalf("error = %v, want ErrTimeout", err)
 		}
 		if elapsed < 300*time.Millisecond || elapsed > 2*time.Second {
@@ -522,12 +523,12 @@ func TestAnalyseRefusesBadOutput(t *testing.T) {
 		answer string
 		kind   error
 	}{
-		"not JSON":       {"The selector is wrong.", ErrInvalidOutput},
-		"wrong category": {strings.Replace(goodAnswer, "test_bug", "network_issue", 1), ErrInvalidOutput},
-		"confidence 2.5": {strings.Replace(goodAnswer, "0.75", "2.5", 1), ErrInvalidOutput},
-		"missing field":  {`{"category":"test_bug","summary":"s","rootCause":"r","confidence":0.5}`, ErrInvalidOutput},
-		"extra field":    {strings.Replace(goodAnswer, `"confidence"`, `"note":"x","confidence"`, 1), ErrInvalidOutput},
-		"empty":          {"", ErrEmptyOutput},
+		"not JSON":       {"The selector is wrong.", models.ErrInvalidOutput},
+		"wrong category": {strings.Replace(goodAnswer, "test_bug", "network_issue", 1), models.ErrInvalidOutput},
+		"confidence 2.5": {strings.Replace(goodAnswer, "0.75", "2.5", 1), models.ErrInvalidOutput},
+		"missing field":  {`{"category":"test_bug","summary":"s","rootCause":"r","confidence":0.5}`, models.ErrInvalidOutput},
+		"extra field":    {strings.Replace(goodAnswer, `"confidence"`, `"note":"x","confidence"`, 1), models.ErrInvalidOutput},
+		"empty":          {"", models.ErrEmptyOutput},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -545,7 +546,7 @@ func TestAnalyseRefusesBadOutput(t *testing.T) {
 		forEachWire(t, func(t *testing.T, w wire) {
 			f := newFake(t, reply(200, w.refusal))
 			_, err := clientFor(w, f, 5*time.Second).Analyse(context.Background(), w.provider, w.model, testKey, json.RawMessage(evidence))
-			if !errors.Is(err, ErrRefused) {
+			if !errors.Is(err, models.ErrRefused) {
 				t.Errorf("error = %v, want ErrRefused", err)
 			}
 		})
@@ -558,7 +559,7 @@ func TestAnalyseRefusesBadOutput(t *testing.T) {
 			if err == nil {
 				t.Fatal("a non-JSON response body was accepted")
 			}
-			if errors.Is(err, ErrKeyRefused) || errors.Is(err, ErrTimeout) {
+			if errors.Is(err, models.ErrKeyRefused) || errors.Is(err, models.ErrTimeout) {
 				t.Errorf("error = %v, misclassified", err)
 			}
 		})
@@ -570,7 +571,7 @@ func TestAnalyseBoundsTheResponse(t *testing.T) {
 		huge := strings.Replace(goodAnswer, "Update the selector.", strings.Repeat("a", maxResponseBytes), 1)
 		f := newFake(t, reply(200, w.answer(huge)))
 		_, err := clientFor(w, f, 5*time.Second).Analyse(context.Background(), w.provider, w.model, testKey, json.RawMessage(evidence))
-		if !errors.Is(err, ErrTooLarge) {
+		if !errors.Is(err, models.ErrTooLarge) {
 			t.Errorf("error = %v, want ErrTooLarge", err)
 		}
 	})
@@ -582,32 +583,32 @@ func TestAnalyseUnreachable(t *testing.T) {
 		c := clientFor(w, f, 5*time.Second)
 		f.Close()
 		_, err := c.Analyse(context.Background(), w.provider, w.model, testKey, json.RawMessage(evidence))
-		if !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), testKey) {
-			t.Errorf("error = %v, want ErrUnreachable without the key", err)
+		if !errors.Is(err, models.ErrUnreachable) || strings.Contains(err.Error(), testKey) {
+			t.Errorf("error = %v, want models.ErrUnreachable without the key", err)
 		}
 	})
 }
 
 func TestAnalyseRefusesBadArguments(t *testing.T) {
-	c := New(Config{BaseURL: map[Provider]string{OpenAI: "http://127.0.0.1:1/v1"}})
+	c := New(Config{BaseURL: map[models.Provider]string{models.OpenAI: "http://127.0.0.1:1/v1"}})
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
-		p              Provider
+		p              models.Provider
 		model, key, ev string
 		kind           error
 	}{
-		"unknown provider":  {"mistral", "large", testKey, evidence, ErrUnknownProvider},
-		"no key":            {OpenAI, "gpt-5.4-mini", " ", evidence, ErrNoKey},
-		"bad model":         {OpenAI, "gpt 5", testKey, evidence, ErrBadModel},
-		"evidence not JSON": {OpenAI, "gpt-5.4-mini", testKey, "failing: login", ErrBadEvidence},
-		"no evidence":       {OpenAI, "gpt-5.4-mini", testKey, "", ErrBadEvidence},
-		"evidence too big":  {OpenAI, "gpt-5.4-mini", testKey, `"` + strings.Repeat("a", MaxEvidenceBytes) + `"`, ErrBadEvidence},
+		"unknown provider":  {"mistral", "large", testKey, evidence, models.ErrUnknownProvider},
+		"no key":            {models.OpenAI, "gpt-5.4-mini", " ", evidence, models.ErrNoKey},
+		"bad model":         {models.OpenAI, "gpt 5", testKey, evidence, models.ErrBadModel},
+		"evidence not JSON": {models.OpenAI, "gpt-5.4-mini", testKey, "failing: login", models.ErrBadEvidence},
+		"no evidence":       {models.OpenAI, "gpt-5.4-mini", testKey, "", models.ErrBadEvidence},
+		"evidence too big":  {models.OpenAI, "gpt-5.4-mini", testKey, `"` + strings.Repeat("a", MaxEvidenceBytes) + `"`, models.ErrBadEvidence},
 	} {
 		if _, err := c.Analyse(ctx, tc.p, tc.model, tc.key, json.RawMessage(tc.ev)); !errors.Is(err, tc.kind) {
 			t.Errorf("%s: error = %v, want %v", name, err, tc.kind)
 		}
 	}
-	if err := c.CheckKey(ctx, Gemini, ""); !errors.Is(err, ErrNoKey) {
+	if err := c.CheckKey(ctx, models.Gemini, ""); !errors.Is(err, models.ErrNoKey) {
 		t.Errorf("CheckKey with no key: %v", err)
 	}
 }
@@ -618,7 +619,7 @@ func TestAnalyseHonoursCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := clientFor(w, f, 5*time.Second).Analyse(ctx, w.provider, w.model, testKey, json.RawMessage(evidence))
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, models.ErrTimeout) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
 }
@@ -629,10 +630,10 @@ func TestCheckKey(t *testing.T) {
 		kind   error // nil: accepted
 	}{
 		{200, nil},
-		{401, ErrKeyRefused},
-		{403, ErrKeyRefused},
-		{500, ErrProvider},
-		{429, ErrRateLimited},
+		{401, models.ErrKeyRefused},
+		{403, models.ErrKeyRefused},
+		{500, models.ErrProvider},
+		{429, models.ErrRateLimited},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			t.Parallel()
@@ -651,7 +652,7 @@ func TestCheckKey(t *testing.T) {
 					if !errors.Is(err, tc.kind) {
 						t.Fatalf("CheckKey = %v, want %v", err, tc.kind)
 					}
-					if tc.kind != ErrKeyRefused && errors.Is(err, ErrKeyRefused) {
+					if tc.kind != models.ErrKeyRefused && errors.Is(err, models.ErrKeyRefused) {
 						t.Errorf("a %d is not a refused key: %v", tc.status, err)
 					}
 					if strings.Contains(err.Error(), testKey) {
@@ -678,15 +679,15 @@ func TestCheckKeyGeminiInvalidKeyIs400(t *testing.T) {
 			"metadata": map[string]any{"service": "generativelanguage.googleapis.com"},
 		}},
 	}})))
-	err := clientFor(w, f, 5*time.Second).CheckKey(context.Background(), Gemini, testKey)
-	if !errors.Is(err, ErrKeyRefused) {
+	err := clientFor(w, f, 5*time.Second).CheckKey(context.Background(), models.Gemini, testKey)
+	if !errors.Is(err, models.ErrKeyRefused) {
 		t.Errorf("CheckKey = %v, want ErrKeyRefused", err)
 	}
 
 	// Any other 400 is not about the key.
 	f = newFake(t, reply(400, w.apiError(400, "bad request")))
-	err = clientFor(w, f, 5*time.Second).CheckKey(context.Background(), Gemini, testKey)
-	if !errors.Is(err, ErrProvider) || errors.Is(err, ErrKeyRefused) {
+	err = clientFor(w, f, 5*time.Second).CheckKey(context.Background(), models.Gemini, testKey)
+	if !errors.Is(err, models.ErrProvider) || errors.Is(err, models.ErrKeyRefused) {
 		t.Errorf("CheckKey = %v, want ErrProvider", err)
 	}
 }

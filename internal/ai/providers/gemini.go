@@ -1,9 +1,10 @@
-package models
+package providers
 
 import (
 	"context"
 	"errors"
 	"strings"
+	"verdict/internal/ai/models"
 
 	"google.golang.org/genai"
 )
@@ -49,18 +50,18 @@ func askGemini(ctx context.Context, cl *call, model string, r query) (string, er
 		return "", err
 	}
 	if res.PromptFeedback != nil && res.PromptFeedback.BlockReason != "" {
-		return "", &outcome{ErrRefused, "prompt blocked: " + string(res.PromptFeedback.BlockReason)}
+		return "", &outcome{models.ErrRefused, "prompt blocked: " + string(res.PromptFeedback.BlockReason)}
 	}
 	if len(res.Candidates) == 0 || res.Candidates[0] == nil {
-		return "", &outcome{ErrEmptyOutput, "no candidates"}
+		return "", &outcome{models.ErrEmptyOutput, "no candidates"}
 	}
 	cand := res.Candidates[0]
 	switch cand.FinishReason {
 	case "", genai.FinishReasonStop, genai.FinishReasonUnspecified:
 	case genai.FinishReasonMaxTokens:
-		return "", &outcome{ErrInvalidOutput, "the answer was cut at the token limit"}
+		return "", &outcome{models.ErrInvalidOutput, "the answer was cut at the token limit"}
 	default:
-		return "", &outcome{ErrRefused, "finish reason " + string(cand.FinishReason)}
+		return "", &outcome{models.ErrRefused, "finish reason " + string(cand.FinishReason)}
 	}
 	var text strings.Builder
 	if cand.Content != nil {
@@ -71,7 +72,7 @@ func askGemini(ctx context.Context, cl *call, model string, r query) (string, er
 		}
 	}
 	if text.Len() == 0 {
-		return "", &outcome{ErrEmptyOutput, "no text parts"}
+		return "", &outcome{models.ErrEmptyOutput, "no text parts"}
 	}
 	return text.String(), nil
 }

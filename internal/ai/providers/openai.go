@@ -1,8 +1,9 @@
-package models
+package providers
 
 import (
 	"context"
 	"errors"
+	"verdict/internal/ai/models"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -45,18 +46,18 @@ func askOpenAI(ctx context.Context, cl *call, model string, r query) (string, er
 		return "", err
 	}
 	if len(res.Choices) == 0 {
-		return "", &outcome{ErrEmptyOutput, "no choices"}
+		return "", &outcome{models.ErrEmptyOutput, "no choices"}
 	}
 	choice := res.Choices[0]
 	switch {
 	case choice.Message.Refusal != "":
-		return "", &outcome{ErrRefused, "refusal"}
+		return "", &outcome{models.ErrRefused, "refusal"}
 	case choice.FinishReason == "content_filter":
-		return "", &outcome{ErrRefused, "content filter"}
+		return "", &outcome{models.ErrRefused, "content filter"}
 	case choice.FinishReason == "length":
-		return "", &outcome{ErrInvalidOutput, "the answer was cut at the token limit"}
+		return "", &outcome{models.ErrInvalidOutput, "the answer was cut at the token limit"}
 	case choice.Message.Content == "":
-		return "", &outcome{ErrEmptyOutput, "empty content"}
+		return "", &outcome{models.ErrEmptyOutput, "empty content"}
 	}
 	return choice.Message.Content, nil
 }

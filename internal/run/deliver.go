@@ -13,13 +13,12 @@ import (
 // tries again.
 var ErrUnavailable = errors.New("the control plane is unavailable")
 
-// Retry waits: a report the control plane did not take is tried again after firstRetry, the wait
-// doubling up to maxRetry, so a runner reaches the plane within maxRetry of its return (the
-// lease reaper's grace after an outage is longer than that).
-const (
-	firstRetry = 250 * time.Millisecond
-	maxRetry   = 5 * time.Second
-)
+// Retry waits: a report the control plane did not take is tried again after firstRetry (the
+// Runner's RetryWait), the wait doubling up to 20 times that, so a runner reaches the plane within
+// 5 s of its return (the lease reaper's grace after an outage is longer than that).
+const firstRetry = 250 * time.Millisecond
+
+func (r *Runner) maxRetry() time.Duration { return 20 * r.RetryWait }
 
 // claim is a run as its runner holds it, for what the runner still has to report about it.
 type claim struct {
@@ -39,7 +38,7 @@ type claim struct {
 // against a runner), and so is a try that timed out; any other error for one lease, then it is
 // returned.
 func (r *Runner) deliver(c claim, log *slog.Logger, what string, send func() error) error {
-	wait := firstRetry
+	wait := r.RetryWait
 	var failing time.Time
 	for tries := 1; ; tries++ {
 		err := send()
@@ -78,7 +77,7 @@ func (r *Runner) deliver(c claim, log *slog.Logger, what string, send func() err
 			t.Stop()
 			return err
 		}
-		wait = min(2*wait, maxRetry)
+		wait = min(2*wait, r.maxRetry())
 	}
 }
 

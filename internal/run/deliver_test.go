@@ -165,10 +165,13 @@ func (p *flakyPeer) Done(_ context.Context, _ string, res Result) error {
 }
 
 // startRunner runs a Runner over p and b until the test ends; stopped closes once it returned.
-func startRunner(t *testing.T, p *flakyPeer, b *scriptBackend) (stop func(), stopped chan struct{}) {
+func startRunner(t *testing.T, p *flakyPeer, b *scriptBackend, options ...func(*Runner)) (stop func(), stopped chan struct{}) {
 	t.Helper()
 	r := &Runner{ID: "r", Peer: p, Backend: b, Clock: domain.SystemClock, Log: slog.New(slog.DiscardHandler),
 		Slots: 1, Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, Poll: 20 * time.Millisecond}
+	for _, o := range options {
+		o(r)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped = make(chan struct{})
 	go func() { r.Run(ctx); close(stopped) }()
@@ -211,7 +214,7 @@ func TestRunnerDeliversThroughAnOutage(t *testing.T) {
 		return nil
 	})
 	b := &scriptBackend{lines: numbered(30), interval: 20 * time.Millisecond, exited: make(chan struct{})}
-	startRunner(t, p, b)
+	startRunner(t, p, b, func(r *Runner) { r.RetryWait = 20 * time.Millisecond }) // retries, not their waits, are tested
 
 	// Some lines stored, then the plane goes away; the container prints on and exits.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {

@@ -39,6 +39,9 @@ type Runner struct {
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
 	Poll      time.Duration // how often to look for work when not woken [1s]
+	// RetryWait is the first wait before a report or a renewal the control plane did not take is
+	// tried again; it doubles up to 20 times itself [250ms, so up to 5s].
+	RetryWait time.Duration
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -59,6 +62,9 @@ func (r *Runner) init() {
 		}
 		if r.Poll <= 0 {
 			r.Poll = time.Second
+		}
+		if r.RetryWait <= 0 {
+			r.RetryWait = firstRetry
 		}
 		if r.Slots <= 0 {
 			r.Slots = 2
@@ -231,11 +237,11 @@ func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
 // keepLease renews the lease until ctx ends, and cancels the run when a cancel was requested
 // (renewing on while the cancelled run winds down), or loses it (lost, ErrLeaseLost) when the
 // lease was lost. A renewal that failed is tried again sooner than the next heartbeat, backing
-// off up to maxRetry: the runner renews within moments of the control plane's return.
+// off up to r.maxRetry(): the runner renews within moments of the control plane's return.
 func (r *Runner) keepLease(ctx context.Context, lost, cancel context.CancelCauseFunc, w *Work, log *slog.Logger) {
 	t := time.NewTimer(r.Heartbeat)
 	defer t.Stop()
-	wait, failed := firstRetry, 0
+	wait, failed := r.RetryWait, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,12 +262,12 @@ func (r *Runner) keepLease(ctx context.Context, lost, cancel context.CancelCause
 				log.Warn("lease renewal failed; trying again until the control plane answers", "err", err)
 			}
 			failed++
-			next, wait = min(wait, r.Heartbeat), min(2*wait, maxRetry)
+			next, wait = min(wait, r.Heartbeat), min(2*wait, r.maxRetry())
 		default:
 			if failed > 0 {
 				log.Info("lease renewed again", "failed renewals", failed)
 			}
-			failed, wait = 0, firstRetry
+			failed, wait = 0, r.RetryWait
 			if stop {
 				cancel(errCancelled) // a no-op after the first
 			}

@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"verdict/internal/run/kubernetes"
 
@@ -151,17 +149,6 @@ func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer
 	}
 	fmt.Fprintf(stdout, "organization %s (%s, %q): plan %s -> %s\n", o.ID, o.Slug, o.Name, ch.From, ch.To)
 	return nil
-}
-
-// newLogger writes to w at level, as text (slog's key=value) or as one JSON object a line.
-func newLogger(w io.Writer, level, format string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(strings.ToUpper(level)))
-	opts := &slog.HandlerOptions{Level: l}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func migrate(ctx context.Context, stdout io.Writer) error {

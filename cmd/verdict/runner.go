@@ -66,7 +66,7 @@ func runnerCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func runRunner(ctx context.Context, cfg *config.RunnerConfig, stderr io.Writer) error {
-	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	log := config.NewLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	client, err := peerhttp.NewClient(peerhttp.ClientDeps{URL: cfg.Server, Secret: cfg.Secret, Name: cfg.Name,
 		Slots: cfg.Slots, Backend: cfg.Backend, Log: log})
 	if err != nil {

@@ -21,7 +21,7 @@ func serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(os.Stderr, cfg.Server.LogLevel, cfg.Server.LogFormat)
+	log := config.NewLogger(os.Stderr, cfg.Server.LogLevel, cfg.Server.LogFormat)
 	a, err := app.New(ctx, cfg, log, app.Options{Version: version})
 	if err != nil {
 		return err

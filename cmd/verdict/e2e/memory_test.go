@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -122,11 +122,7 @@ func startVerdict(t *testing.T) *verdict {
 	}
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "verdict")
-	build := exec.Command(goTool(), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -174,10 +170,6 @@ func startVerdict(t *testing.T) *verdict {
 		}
 	}
 }
-
-// goTool is the go command of the toolchain running the test: `go test` puts that toolchain's
-// bin folder first on the test's PATH.
-func goTool() string { return "go" }
 
 type lockedWriter struct {
 	mu sync.Mutex

@@ -1,8 +1,6 @@
-package main
+package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -14,14 +12,6 @@ import (
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testenv"
 )
-
-// command runs the command line as main does and returns its exit code and output.
-func command(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 // TestAdminSetPlan runs `verdict admin set-plan` against the database the environment names,
 // SQLite and PostgreSQL: by ID and by slug, exit code 0 and the audit log; 2 for usage errors,
@@ -140,21 +130,5 @@ func TestServeRefusesBadDefaultPlan(t *testing.T) {
 	code, _, errs := command(t, "serve")
 	if code != 1 || !strings.Contains(errs, `VERDICT_DEFAULT_PLAN: want free, team or enterprise, got "premium"`) {
 		t.Fatalf("serve: exit %d %q", code, errs)
-	}
-}
-
-// TestLoggerFormats: VERDICT_LOG_FORMAT=json writes one JSON object a line, text key=value.
-func TestLoggerFormats(t *testing.T) {
-	var b bytes.Buffer
-	newLogger(&b, "info", "json").Info("request", "route", "GET /healthz", "status", 200)
-	var m map[string]any
-	if err := json.Unmarshal(b.Bytes(), &m); err != nil || m["msg"] != "request" || m["route"] != "GET /healthz" || m["level"] != "INFO" {
-		t.Fatalf("json log %q: %v", b.String(), err)
-	}
-	b.Reset()
-	newLogger(&b, "warn", "text").Info("dropped")
-	newLogger(&b, "warn", "text").Warn("kept", "k", "v")
-	if s := b.String(); strings.Contains(s, "dropped") || !strings.Contains(s, "level=WARN msg=kept k=v") {
-		t.Fatalf("text log %q", s)
 	}
 }

@@ -179,6 +179,7 @@ func TestSocketCaps(t *testing.T) {
 	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
+			t.Parallel() // each transport has a hub of its own
 			h, srv := start(t, Options{Authenticate: keyAuthenticate, SocketsPerUser: 2, SocketsPerOrg: 5})
 			h.rejectGrace = 300 * time.Millisecond
 			refused := func(token, message string) {

@@ -300,6 +300,7 @@ func TestRunnerRetriesDone(t *testing.T) {
 func TestRunnerStopsRetryingWhenTheLeaseIsLost(t *testing.T) {
 	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	t.Run("Done", func(t *testing.T) {
+		t.Parallel()
 		p := newFlakyPeer(func(method string, try int) error {
 			if method == "Done" {
 				return ErrLeaseLost
@@ -320,6 +321,7 @@ func TestRunnerStopsRetryingWhenTheLeaseIsLost(t *testing.T) {
 		}
 	})
 	t.Run("Extend", func(t *testing.T) {
+		t.Parallel()
 		var lost sync.Mutex
 		lease := false
 		p := newFlakyPeer(func(method string, try int) error {

@@ -315,6 +315,7 @@ func TestLostClaimAnswerIsRepeated(t *testing.T) {
 // A cancel reaches a remote runner through its cancels long-poll, not at its next heartbeat:
 // at once when asked on this replica (NotifyCancel), within a poll when asked on another.
 func TestCancelsReachTheRunner(t *testing.T) {
+	t.Parallel() // it waits on long-polls; alone it would hold a test slot
 	for _, notify := range []bool{true, false} {
 		peer := &fakePeer{}
 		var mu sync.Mutex

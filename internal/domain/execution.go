@@ -213,6 +213,17 @@ type Execution struct {
 	// none. They are read with a single run, never with the run list: a finished run's list row
 	// stays as it was when the run ended.
 	Tickets []Ticket
+
+	// QuarantinedFailures are the failed tests of the run that were quarantined when it
+	// ended: their failures did not decide its status. Nil: none.
+	QuarantinedFailures []QuarantinedFailure
+	// Gate is the project's quality gate's judgement of the run; nil: the project has no
+	// rules (or the run none).
+	Gate *Gate
+	// Pinned runs are exempt from retention until unpinned.
+	Pinned bool
+	// FilesExpiredAt is when retention deleted the run's log and report files; nil: kept.
+	FilesExpiredAt *time.Time
 }
 
 // DurationMs is the run's wall time from start to finish (so far, when running).

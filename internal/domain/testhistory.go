@@ -210,7 +210,8 @@ func ValidateQuarantine(reason string, until, now time.Time) (string, error) {
 // QuarantinedFailure is a failed test of a run whose failure did not count: it was quarantined
 // when the run ended.
 type QuarantinedFailure struct {
-	TestID      string
-	Suite, Name string
-	Status      TestStatus
+	TestID string     `json:"testId"`
+	Suite  string     `json:"suite"`
+	Name   string     `json:"name"`
+	Status TestStatus `json:"status"`
 }

@@ -45,6 +45,9 @@ type Finish struct {
 
 	// Analysis is the run's failure analysis; nil: none (left as it is when Status is ANALYZING).
 	Analysis *domain.Analysis
+
+	// QuarantinedFailures are the run's failed tests that were quarantined; nil: none.
+	QuarantinedFailures []domain.QuarantinedFailure
 }
 
 // ExecutionRepo stores executions and is the run queue.
@@ -97,6 +100,9 @@ type ExecutionRepo interface {
 	// SetAnalysis replaces the analysis of the organization's run id if it is FAILED or
 	// UNSTABLE (analysed again on request); ErrNotFound otherwise.
 	SetAnalysis(ctx context.Context, orgID, id string, a *domain.Analysis) error
+	// SetGate records the quality gate's judgement of the organization's run (by internal ID);
+	// nil clears it. ErrNotFound for another organization's run.
+	SetGate(ctx context.Context, orgID, id string, g *domain.Gate) error
 	// Expired lists RUNNING executions whose lease ended before now.
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
 	// ExtendLeases moves the lease of every RUNNING or ANALYZING run that ends before until to

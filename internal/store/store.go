@@ -34,6 +34,7 @@ type Store interface {
 	APIKeys() APIKeyRepo
 	Audit() AuditRepo
 	Outbox() OutboxRepo
+	Tests() TestRepo
 	Projects() ProjectRepo
 	Executions() ExecutionRepo
 	Logs() LogRepo

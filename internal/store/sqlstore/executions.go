@@ -22,11 +22,15 @@ func (s *Store) Executions() store.ExecutionRepo { return executionRepo{s} }
 
 type executionRepo struct{ s *Store }
 
-const executionColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
+// insertColumns are those a run is queued with; executionColumns add what is recorded after
+// it ended (its quarantined failures, its gate, retention's pin and expiry).
+const insertColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, runner_instance, container_id, lease_until, cancel_requested,
 	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
+
+const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
 // analysis (a run's parsed results can be large, and listing would read and decode them for
@@ -47,9 +51,9 @@ func scanExecution(r scanner) (*domain.Execution, error) {
 type execRow struct {
 	e                                                          domain.Execution
 	reportFolders, envNames, summary, tests, reportDirs, notes string
-	labels                                                     string
+	labels, quarantined, gate                                  string
 	reportIndexes, analysis                                    sql.NullString
-	exitCode, started, finished, lease                         sql.NullInt64
+	exitCode, started, finished, lease, filesExpired           sql.NullInt64
 	queued                                                     int64
 	dest                                                       []any
 }
@@ -61,7 +65,8 @@ func newExecRow() *execRow {
 		&e.BaseURL, &e.Folder, &e.TimeoutSeconds, &x.reportFolders, &e.EnvCipher, &x.envNames, &e.TriggeredBy,
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
-		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels}
+		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels,
+		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired}
 	return x
 }
 
@@ -93,6 +98,17 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 	if len(x.e.Labels) == 0 {
 		x.e.Labels = nil // none, as a run is queued without labels
 	}
+	if x.quarantined != "[]" && x.quarantined != "" {
+		if err := decodeJSON(x.quarantined, &x.e.QuarantinedFailures); err != nil {
+			return err
+		}
+	}
+	if x.gate != "" {
+		if err := decodeJSON(x.gate, &x.e.Gate); err != nil {
+			return err
+		}
+	}
+	x.e.FilesExpiredAt = timePtr(x.filesExpired)
 	if x.exitCode.Valid {
 		c := int(x.exitCode.Int64)
 		x.e.ExitCode = &c
@@ -149,7 +165,7 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
-		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
+		res, err := s.exec(ctx, `INSERT INTO executions (`+insertColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
@@ -726,7 +742,11 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 	if !f.Status.Final() && f.Status != domain.ExecAnalyzing {
 		return fmt.Errorf("sqlstore: Finish with status %q, want a final status or ANALYZING", f.Status)
 	}
-	j, err := marshalJSON(f.Summary, f.Tests, f.ReportDirs, f.Notes)
+	quarantined := f.QuarantinedFailures
+	if quarantined == nil {
+		quarantined = []domain.QuarantinedFailure{}
+	}
+	j, err := marshalJSON(f.Summary, f.Tests, f.ReportDirs, f.Notes, quarantined)
 	if err != nil {
 		return err
 	}
@@ -744,9 +764,10 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 		ending = `finished_at = ?` // NULL: still running
 		endArgs = []any{nil}
 	}
-	args := append([]any{f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes}, endArgs...)
+	args := append([]any{f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes, j[4]}, endArgs...)
 	return r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, exit_code = ?,
-		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, report_indexes = ?, `+ending+`
+		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, report_indexes = ?,
+		quarantined_failures = ?, `+ending+`
 		WHERE id = ? AND runner_id = ? AND status IN (?, ?)`,
 		append(args, id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)...)
 }
@@ -759,6 +780,19 @@ func (r executionRepo) SetAnalysis(ctx context.Context, orgID, id string, a *dom
 	}
 	return r.s.execOne(ctx, `UPDATE executions SET analysis = ? WHERE organization_id = ? AND id = ? AND status IN (?, ?)`,
 		analysis, orgID, id, domain.ExecFailed, domain.ExecUnstable)
+}
+
+// SetGate records the quality gate's judgement of the organization's finished run id.
+func (r executionRepo) SetGate(ctx context.Context, orgID, id string, g *domain.Gate) error {
+	text := ""
+	if g != nil {
+		j, err := marshalJSON(g)
+		if err != nil {
+			return err
+		}
+		text = j[0]
+	}
+	return r.s.execOne(ctx, `UPDATE executions SET gate = ? WHERE organization_id = ? AND id = ?`, text, orgID, id)
 }
 
 // analysisJSON is the parameter for the analysis column: NULL for none.

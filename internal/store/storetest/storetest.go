@@ -33,6 +33,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Integrations", func(t *testing.T) { testIntegrations(t, open) })
 	t.Run("TestCases", func(t *testing.T) { testTestCases(t, open) })
 	t.Run("RevokedTokens", func(t *testing.T) { testRevokedTokens(t, open) })
+	t.Run("Tests", func(t *testing.T) { testTests(t, open) })
+	t.Run("TestsAtScale", func(t *testing.T) { testTestsAtScale(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

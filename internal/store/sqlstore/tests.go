@@ -1,0 +1,386 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/store"
+)
+
+func (s *Store) Tests() store.TestRepo { return testRepo{s} }
+
+type testRepo struct{ s *Store }
+
+const testColumns = `id, organization_id, project_id, scope, suite, name, runs, recent, first_seen_at, last_seen_at,
+	last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at,
+	quarantine_reason, quarantine_until, quarantine_by, quarantine_at`
+
+func scanTest(r scanner) (*domain.TrackedTest, error) {
+	var t domain.TrackedTest
+	var recent, qReason, qBy string
+	var first, last, failedAt, passedAt int64
+	var qUntil, qAt sql.NullInt64
+	if err := r.Scan(&t.ID, &t.OrganizationID, &t.ProjectID, &t.Scope, &t.Suite, &t.Name, &t.Runs, &recent,
+		&first, &last, &t.LastFailedTaskID, &failedAt, &t.LastPassedTaskID, &passedAt,
+		&qReason, &qUntil, &qBy, &qAt); err != nil {
+		return nil, err
+	}
+	if err := decodeJSON(recent, &t.Recent); err != nil {
+		return nil, err
+	}
+	t.FirstSeenAt, t.LastSeenAt = fromMillis(first), fromMillis(last)
+	if failedAt > 0 {
+		t.LastFailedAt = fromMillis(failedAt)
+	}
+	if passedAt > 0 {
+		t.LastPassedAt = fromMillis(passedAt)
+	}
+	if qUntil.Valid {
+		t.Quarantine = &domain.Quarantine{Reason: qReason, Until: fromMillis(qUntil.Int64), By: qBy}
+		if qAt.Valid {
+			t.Quarantine.CreatedAt = fromMillis(qAt.Int64)
+		}
+	}
+	return &t, nil
+}
+
+// falseLit is the literal the partial indexes' conditions are written with.
+func (s *Store) falseLit() string {
+	if s.d.name == "sqlite" {
+		return "0"
+	}
+	return "FALSE"
+}
+
+// recordChunk bounds the rows of one multi-row statement (PostgreSQL takes at most 65535
+// parameters a statement, SQLite 32766).
+const recordChunk = 250
+
+// Record writes a run's results in one transaction: the run is marked first (a second Record
+// of it finds it marked and writes nothing), the run's tests are read (and locked, on
+// PostgreSQL) by name a chunk at a time, the new ones inserted, every test's aggregates
+// updated with one statement a chunk, and the results inserted a chunk a statement: a few
+// dozen statements for a run of thousands of tests.
+func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
+	run := rr.Run
+	at := run.QueuedAt
+	if run.FinishedAt != nil {
+		at = *run.FinishedAt
+	}
+	scope := domain.TestScope(run.ProjectID, run.Image)
+	branch, commit := run.Labels[domain.BranchLabel], run.Labels[domain.CommitLabel]
+	return r.s.inTx(ctx, func(tx *Store) error {
+		res, err := tx.exec(ctx, `UPDATE executions SET tests_recorded = TRUE WHERE id = ? AND tests_recorded = `+tx.falseLit(), run.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // recorded already (or the run is gone)
+		}
+		if len(rr.Outcomes) == 0 {
+			return nil
+		}
+		tests, err := tx.testsByKey(ctx, run.OrganizationID, scope, rr.Outcomes)
+		if err != nil {
+			return err
+		}
+		if err := tx.insertMissingTests(ctx, run, scope, at, rr.Outcomes, tests); err != nil {
+			return err
+		}
+		changed := make([]*domain.TrackedTest, 0, len(rr.Outcomes))
+		for i := range rr.Outcomes {
+			o := &rr.Outcomes[i]
+			t := tests[testKey(o.Suite, o.Name)]
+			o.TestID, o.TaskID, o.ExecutionID, o.Branch, o.Commit, o.CreatedAt = t.ID, run.TaskID, run.ID, branch, commit, at
+			mergeOutcome(t, o)
+			changed = append(changed, t)
+		}
+		if err := tx.updateTests(ctx, changed); err != nil {
+			return err
+		}
+		return tx.insertResults(ctx, run.OrganizationID, rr.Outcomes)
+	})
+}
+
+func testKey(suite, name string) string { return suite + "\x00" + name }
+
+// mergeOutcome adds o to t's aggregates; merged in any order, results give the same ones.
+func mergeOutcome(t *domain.TrackedTest, o *domain.TestOutcome) {
+	t.Runs++
+	t.Merge(domain.TestPoint{TaskID: o.TaskID, Status: o.Status, Branch: o.Branch, Commit: o.Commit, At: o.CreatedAt})
+	if o.CreatedAt.Before(t.FirstSeenAt) {
+		t.FirstSeenAt = o.CreatedAt
+	}
+	if o.CreatedAt.After(t.LastSeenAt) {
+		t.LastSeenAt = o.CreatedAt
+	}
+	switch o.Status {
+	case domain.TestFailed:
+		if !o.CreatedAt.Before(t.LastFailedAt) {
+			t.LastFailedTaskID, t.LastFailedAt = o.TaskID, o.CreatedAt
+		}
+	case domain.TestPassed, domain.TestFlaky:
+		if !o.CreatedAt.Before(t.LastPassedAt) {
+			t.LastPassedTaskID, t.LastPassedAt = o.TaskID, o.CreatedAt
+		}
+	}
+}
+
+// testsByKey reads the scope's tests named by outcomes, locking them on PostgreSQL, by suite
+// and name.
+func (s *Store) testsByKey(ctx context.Context, orgID, scope string, outcomes []domain.TestOutcome) (map[string]*domain.TrackedTest, error) {
+	out := make(map[string]*domain.TrackedTest, len(outcomes))
+	names := make([]string, 0, len(outcomes))
+	seen := make(map[string]bool, len(outcomes))
+	for _, o := range outcomes {
+		if !seen[o.Name] {
+			seen[o.Name] = true
+			names = append(names, o.Name)
+		}
+	}
+	for start := 0; start < len(names); start += recordChunk {
+		chunk := names[start:min(start+recordChunk, len(names))]
+		args := make([]any, 0, len(chunk)+2)
+		args = append(args, orgID, scope)
+		for _, n := range chunk {
+			args = append(args, n)
+		}
+		// Rows are locked in id order, so two runs of a scope never wait on each other in a cycle.
+		rows, err := list(ctx, s, scanTest, `SELECT `+testColumns+` FROM tests WHERE organization_id = ? AND scope = ?
+			AND name IN (`+placeholders(len(chunk))+`) ORDER BY id`+s.d.forUpdate, args...)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			out[testKey(rows[i].Suite, rows[i].Name)] = &rows[i]
+		}
+	}
+	return out, nil
+}
+
+// insertMissingTests inserts the tests of outcomes not in tests, and adds them to it. A test
+// another run inserted meanwhile (ON CONFLICT) is read back.
+func (s *Store) insertMissingTests(ctx context.Context, run *domain.Execution, scope string, at time.Time,
+	outcomes []domain.TestOutcome, tests map[string]*domain.TrackedTest) error {
+	var missing []domain.TestOutcome
+	for _, o := range outcomes {
+		k := testKey(o.Suite, o.Name)
+		if tests[k] == nil {
+			tests[k] = &domain.TrackedTest{ID: domain.NewID(), OrganizationID: run.OrganizationID,
+				ProjectID: run.ProjectID, Scope: scope, Suite: o.Suite, Name: o.Name, FirstSeenAt: at, LastSeenAt: at}
+			missing = append(missing, o)
+		}
+	}
+	for start := 0; start < len(missing); start += recordChunk {
+		chunk := missing[start:min(start+recordChunk, len(missing))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO tests (id, organization_id, project_id, scope, suite, name, first_seen_at, last_seen_at) VALUES `)
+		args := make([]any, 0, 8*len(chunk))
+		for i, o := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			t := tests[testKey(o.Suite, o.Name)]
+			args = append(args, t.ID, t.OrganizationID, t.ProjectID, scope, t.Suite, t.Name, millis(at), millis(at))
+		}
+		q.WriteString(` ON CONFLICT (organization_id, scope, suite, name) DO NOTHING`)
+		res, err := s.exec(ctx, q.String(), args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if int(n) < len(chunk) {
+			// Another run of the scope made some of them first: read those (now locked).
+			found, err := s.testsByKey(ctx, run.OrganizationID, scope, chunk)
+			if err != nil {
+				return err
+			}
+			for k, t := range found {
+				tests[k] = t
+			}
+		}
+	}
+	return nil
+}
+
+// updateTests writes the aggregates of tests, a chunk a statement: an UPDATE from a VALUES
+// list, which both databases take.
+func (s *Store) updateTests(ctx context.Context, tests []*domain.TrackedTest) error {
+	seen := make(map[string]bool, len(tests))
+	uniq := tests[:0:0]
+	for _, t := range tests {
+		if !seen[t.ID] {
+			seen[t.ID] = true
+			uniq = append(uniq, t)
+		}
+	}
+	const row = "(?, CAST(? AS INTEGER), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?, CAST(? AS BIGINT))"
+	for start := 0; start < len(uniq); start += recordChunk {
+		chunk := uniq[start:min(start+recordChunk, len(uniq))]
+		var q strings.Builder
+		q.WriteString(`WITH v (id, runs, recent, last_status, pass_rate, flake_rate, flaky, first_seen_at, last_seen_at,
+			last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at) AS (VALUES `)
+		args := make([]any, 0, 13*len(chunk))
+		for i, t := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(row)
+			recent, err := marshalJSON(t.Recent)
+			if err != nil {
+				return err
+			}
+			rates := domain.Rates(t.Recent)
+			args = append(args, t.ID, t.Runs, recent[0], string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
+				millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
+				t.LastPassedTaskID, zeroMillis(t.LastPassedAt))
+		}
+		q.WriteString(`) UPDATE tests SET runs = v.runs, recent = v.recent, last_status = v.last_status,
+			pass_rate = v.pass_rate, flake_rate = v.flake_rate, flaky = v.flaky, first_seen_at = v.first_seen_at,
+			last_seen_at = v.last_seen_at, last_failed_task_id = v.last_failed_task_id, last_failed_at = v.last_failed_at,
+			last_passed_task_id = v.last_passed_task_id, last_passed_at = v.last_passed_at
+			FROM v WHERE tests.id = v.id`)
+		if _, err := s.exec(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func zeroMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return millis(t)
+}
+
+// insertResults inserts outcomes, a chunk a statement.
+func (s *Store) insertResults(ctx context.Context, orgID string, outcomes []domain.TestOutcome) error {
+	for start := 0; start < len(outcomes); start += recordChunk {
+		chunk := outcomes[start:min(start+recordChunk, len(outcomes))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO test_results (test_id, execution_id, organization_id, task_id, status, duration_ms,
+			retries, signature, message, branch, commit_sha, created_at) VALUES `)
+		args := make([]any, 0, 12*len(chunk))
+		for i, o := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, o.TestID, o.ExecutionID, orgID, o.TaskID, string(o.Status), o.DurationMs, o.Retries,
+				o.Signature, o.Message, o.Branch, o.Commit, millis(o.CreatedAt))
+		}
+		q.WriteString(` ON CONFLICT (test_id, execution_id) DO NOTHING`)
+		if _, err := s.exec(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unrecorded reads finished runs not recorded yet through the partial index of them.
+func (r testRepo) Unrecorded(ctx context.Context, limit int) ([]domain.Execution, error) {
+	return list(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions
+		WHERE tests_recorded = `+r.s.falseLit()+` AND finished_at IS NOT NULL AND status IN (?, ?, ?, ?, ?)
+		ORDER BY finished_at, id LIMIT ?`,
+		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled, limit)
+}
+
+func (r testRepo) List(ctx context.Context, orgID string, f store.TestFilter) ([]domain.TrackedTest, int, error) {
+	cond := `organization_id = ?`
+	args := []any{orgID}
+	switch {
+	case f.Scope != "":
+		cond += ` AND scope = ?`
+		args = append(args, f.Scope)
+	case f.ProjectID != "":
+		cond += ` AND scope = ?`
+		args = append(args, domain.TestScope(f.ProjectID, ""))
+	}
+	if f.Query != "" {
+		like := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		cond += ` AND (LOWER(name) LIKE ? ESCAPE '\' OR LOWER(suite) LIKE ? ESCAPE '\')`
+		args = append(args, like, like)
+	}
+	if f.Status != "" {
+		cond += ` AND last_status = ?`
+		args = append(args, string(f.Status))
+	}
+	if f.Flaky {
+		cond += ` AND flaky = TRUE`
+	}
+	if f.Quarantined {
+		cond += ` AND quarantine_until > ?`
+		args = append(args, millis(f.Now))
+	}
+	total, err := r.s.count(ctx, `SELECT COUNT(*) FROM tests WHERE `+cond, args...)
+	if err != nil || total == 0 {
+		return []domain.TrackedTest{}, total, err
+	}
+	page, err := list(ctx, r.s, scanTest, `SELECT `+testColumns+` FROM tests WHERE `+cond+`
+		ORDER BY last_seen_at DESC, id LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
+	return page, total, err
+}
+
+// escapeLike escapes LIKE's wildcards and its escape character.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+func (r testRepo) Get(ctx context.Context, orgID, testID string) (*domain.TrackedTest, error) {
+	return get(ctx, r.s, scanTest, `SELECT `+testColumns+` FROM tests WHERE organization_id = ? AND id = ?`, orgID, testID)
+}
+
+const outcomeColumns = `test_id, execution_id, task_id, status, duration_ms, retries, signature, message, branch, commit_sha, created_at`
+
+func scanOutcome(r scanner) (*domain.TestOutcome, error) {
+	var o domain.TestOutcome
+	var at int64
+	if err := r.Scan(&o.TestID, &o.ExecutionID, &o.TaskID, &o.Status, &o.DurationMs, &o.Retries, &o.Signature,
+		&o.Message, &o.Branch, &o.Commit, &at); err != nil {
+		return nil, err
+	}
+	o.CreatedAt = fromMillis(at)
+	return &o, nil
+}
+
+func (r testRepo) History(ctx context.Context, orgID, testID string, limit int) ([]domain.TestOutcome, error) {
+	return list(ctx, r.s, scanOutcome, `SELECT `+outcomeColumns+` FROM test_results
+		WHERE test_id = ? AND organization_id = ? ORDER BY created_at DESC, execution_id DESC LIMIT ?`, testID, orgID, limit)
+}
+
+func (r testRepo) ForRun(ctx context.Context, orgID, executionID string) ([]domain.TestOutcome, error) {
+	return list(ctx, r.s, func(sc scanner) (*domain.TestOutcome, error) {
+		var o domain.TestOutcome
+		var at int64
+		if err := sc.Scan(&o.TestID, &o.ExecutionID, &o.TaskID, &o.Status, &o.DurationMs, &o.Retries, &o.Signature,
+			&o.Message, &o.Branch, &o.Commit, &at, &o.Suite, &o.Name); err != nil {
+			return nil, err
+		}
+		o.CreatedAt = fromMillis(at)
+		return &o, nil
+	}, `SELECT r.test_id, r.execution_id, r.task_id, r.status, r.duration_ms, r.retries, r.signature, r.message,
+		r.branch, r.commit_sha, r.created_at, t.suite, t.name
+		FROM test_results r JOIN tests t ON t.id = r.test_id
+		WHERE r.execution_id = ? AND r.organization_id = ?`, executionID, orgID)
+}
+
+func (r testRepo) Quarantined(ctx context.Context, orgID, scope string, now time.Time) ([]domain.TrackedTest, error) {
+	return list(ctx, r.s, scanTest, `SELECT `+testColumns+` FROM tests
+		WHERE organization_id = ? AND scope = ? AND quarantine_until > ?`, orgID, scope, millis(now))
+}
+
+func (r testRepo) SetQuarantine(ctx context.Context, orgID, testID string, q *domain.Quarantine) error {
+	if q == nil {
+		return r.s.execOne(ctx, `UPDATE tests SET quarantine_reason = '', quarantine_until = NULL, quarantine_by = '',
+			quarantine_at = NULL WHERE organization_id = ? AND id = ?`, orgID, testID)
+	}
+	return r.s.execOne(ctx, `UPDATE tests SET quarantine_reason = ?, quarantine_until = ?, quarantine_by = ?,
+		quarantine_at = ? WHERE organization_id = ? AND id = ?`,
+		q.Reason, millis(q.Until), q.By, millis(q.CreatedAt), orgID, testID)
+}

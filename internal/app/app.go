@@ -27,6 +27,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/follow"
+	"verdict/internal/history"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
@@ -58,7 +59,9 @@ type App struct {
 	remote  *peerhttp.Server // the runner routes (/api/runner/): answer 404 without VERDICT_RUNNER_SECRET
 	reaper  *control.Reaper
 	mailer  *mail.Worker
-	metrics *metrics.Metrics
+	// histories record finished runs' results (and catch up with those not recorded).
+	histories *history.Service
+	metrics   *metrics.Metrics
 	// reportCheck is the report bucket's readiness check (nil: reports in the data folder).
 	reportCheck *api.Checker
 	closers     []func()
@@ -193,8 +196,11 @@ func (a *App) Close() {
 	}
 }
 
-// Run runs the background workers until ctx ends: the mail sender, the lease reaper and, when
-// embedded, the runner (after settling what an earlier life of it left behind).
+// historyCatchUp is how often the tests' histories catch up with finished runs not recorded.
+const historyCatchUp = time.Minute
+
+// Run runs the background workers until ctx ends: the mail sender, the lease reaper, the tests'
+// histories' catch-up and, when embedded, the runner (after settling what an earlier life of it left behind).
 func (a *App) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	start := func(f func(context.Context)) {
@@ -203,6 +209,7 @@ func (a *App) Run(ctx context.Context) {
 	}
 	start(a.mailer.Run)
 	start(a.reaper.Run)
+	start(func(ctx context.Context) { a.histories.Run(ctx, historyCatchUp) })
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
 			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", a.backend.Name(), "err", err)

@@ -10,6 +10,7 @@ import (
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/history"
 	"verdict/internal/peerhttp"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
@@ -48,7 +49,8 @@ func (w *wiring) runPlane(context.Context) error {
 		control.Announce{Events: events},
 	}
 	a.mailer.Deliverers = control.Deliveries(a.steps)
-	plane := &control.Plane{Steps: a.steps, Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
+	a.histories = history.New(history.Deps{Store: st, Clock: clock, Log: log})
+	plane := &control.Plane{Steps: a.steps, Histories: a.histories, Store: st, Reports: reports, ReportDir: reportStore.dir, ReportFS: reportStore.fsys, Box: box, Events: events,
 		Clock: clock, Log: log, Alerts: alerts, Analyst: w.analyses, Metrics: a.metrics, Outages: outages}
 	lease := cfg.Runs.RunnerLease
 	if o.Lease > 0 {

@@ -47,6 +47,9 @@ type Plane struct {
 	Alerts    *billing.Alerts // storage alerts as reports are kept or refused; nil: none
 	Analyst   Analyst         // explains failed runs (see settle); nil: none
 	Metrics   RunMetrics      // records starts and ends; nil: none
+	// Histories hold the quarantines that decide a finishing run's status, and record each
+	// finished run's results (see settle); nil: none.
+	Histories Histories
 	// Steps are the post-run steps, in order, run once a run reached its final status (see
 	// Step; Announce is the one that tells the organization's room); nil: none.
 	Steps []Step

@@ -19,12 +19,27 @@ type Analyst interface {
 	Analyse(ctx context.Context, run *domain.Execution) *domain.Analysis
 }
 
+// Histories are tests' histories as the post-run chain uses them (history.Service).
+type Histories interface {
+	// Quarantined returns the tests of the run's project (or image) under a quarantine in
+	// force now.
+	Quarantined(ctx context.Context, run *domain.Execution) ([]domain.TrackedTest, error)
+	// Record records the finished run's results in its tests' histories and judges it with
+	// its project's quality gate; once per run however often it is called.
+	Record(ctx context.Context, run *domain.Execution) error
+}
+
+// historyTimeout bounds each call to Histories.
+const historyTimeout = 30 * time.Second
+
 // analysisTimeout bounds the analysis step: the model's 60 s and the built-in fallback.
 const analysisTimeout = 90 * time.Second
 
 // settle is the post-run chain (run.Peer.Done): every effect of a run once its container is
 // done with and its reports are in, in this order, each bounded in time:
 //
+//  0. quarantine: a run whose only failures are of quarantined tests is judged by its other
+//     tests (domain.ApplyQuarantine), and keeps the list of its quarantined failures.
 //  1. analyse: a FAILED or UNSTABLE run of an organization with failure analysis on is
 //     recorded ANALYZING (shown live, its verdict kept) and explained by the Analyst, within
 //     ctx. The run holds no slot and no collector meanwhile, only its lease (the runner renews
@@ -34,7 +49,10 @@ const analysisTimeout = 90 * time.Second
 //  3. account: the reports' bytes go to the organization's storage, with its alerts (counted
 //     here, not by a Step: they are this Done's reports, counted even when the reaper's
 //     write, which records none, ended the run).
-//  4. the post-run steps (Plane.Steps, see Step), with the run as stored: announce
+//  4. record: the run's results go to its tests' histories (Histories.Record), and its
+//     project's gate judges it; the run holds no slot meanwhile. A run missed here (the
+//     process ended, the database was away) is recorded by the histories' catch-up.
+//  5. the post-run steps (Plane.Steps, see Step), with the run as stored: announce
 //     (execution-updated to the organization's room) first, then each registered effect,
 //     whose outside deliveries go through the outbox.
 //
@@ -46,6 +64,16 @@ const analysisTimeout = 90 * time.Second
 // made again, and the storage is counted only by the try whose final write ended the run (or
 // that found it ended by the reaper, whose write counts none).
 func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) error {
+	if p.Histories != nil && f.Summary.Failed > 0 {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
+		quarantined, err := p.Histories.Quarantined(qctx, e)
+		cancel()
+		if err != nil {
+			// The run's failures count: a run never passes because its quarantines could not be read.
+			log.Warn("reading the quarantined tests failed; the run's failures all count", "err", err)
+		}
+		f.QuarantinedFailures, f.Status = domain.ApplyQuarantine(f.Status, f.Error, f.Summary, f.Tests, quarantined)
+	}
 	if f.Analysis == nil && p.wantsAnalysis(ctx, e, f, log) {
 		f.Analysis = p.analyse(ctx, e, f, log)
 	}
@@ -71,6 +99,15 @@ func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, 
 		}
 	}
 	if done, err := p.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		if p.Histories != nil {
+			hctx, cancel := context.WithTimeout(wctx, historyTimeout)
+			if err := p.Histories.Record(hctx, done); err != nil {
+				log.Warn("recording the run's tests failed; the catch-up will", "err", err)
+			} else if again, err := p.Store.Executions().GetByID(hctx, e.ID); err == nil {
+				done = again // with its gate
+			}
+			cancel()
+		}
 		afterRun(wctx, p.Steps, p.Store, p.Clock, done, log)
 	}
 	return err
@@ -115,7 +152,7 @@ func (p *peer) analyse(ctx context.Context, e *domain.Execution, f store.Finish,
 func withOutcome(e *domain.Execution, f store.Finish) *domain.Execution {
 	run := *e
 	run.Status, run.Error, run.ExitCode = f.Status, f.Error, f.ExitCode
-	run.Summary, run.Tests, run.Notes = f.Summary, f.Tests, f.Notes
+	run.Summary, run.Tests, run.Notes, run.QuarantinedFailures = f.Summary, f.Tests, f.Notes, f.QuarantinedFailures
 	run.ReportDirs, run.ReportBytes, run.ReportIndexes = f.ReportDirs, f.ReportBytes, f.ReportIndexes
 	if !f.FinishedAt.IsZero() {
 		at := f.FinishedAt
@@ -132,11 +169,18 @@ func interruptedAnalysis(reason string, now time.Time) *domain.Analysis {
 		Category: "unknown", Failures: []domain.FailureRef{}, Evidence: []string{}, Error: &msg, CreatedAt: now}
 }
 
-// settledVerdict is the final status of a run stuck in ANALYZING, from what it recorded.
+// settledVerdict is the final status of a run stuck in ANALYZING, from what it recorded (its
+// quarantined failures included).
 func settledVerdict(e *domain.Execution) domain.ExecStatus {
 	exit := 1
 	if e.ExitCode != nil {
 		exit = *e.ExitCode
 	}
-	return domain.Verdict(exit, e.Summary)
+	status := domain.Verdict(exit, e.Summary)
+	if n := len(e.QuarantinedFailures); n > 0 && n == e.Summary.Failed && e.Error == "" {
+		rest := e.Summary
+		rest.Failed = 0
+		status = domain.Verdict(0, rest)
+	}
+	return status
 }

@@ -185,7 +185,8 @@ func Reconcile(ctx context.Context, st store.Store, b run.Backend, runnerID stri
 			// The run had its verdict and outcome recorded; only its explanation is lost.
 			f = store.Finish{Status: settledVerdict(&e), Error: e.Error, ExitCode: e.ExitCode, FinishedAt: clock(),
 				Summary: e.Summary, Tests: e.Tests, ReportDirs: e.ReportDirs, ReportBytes: e.ReportBytes, Notes: e.Notes,
-				ReportIndexes: e.ReportIndexes, Analysis: interruptedAnalysis("the server restarted", clock())}
+				ReportIndexes: e.ReportIndexes, QuarantinedFailures: e.QuarantinedFailures,
+				Analysis: interruptedAnalysis("the server restarted", clock())}
 		}
 		if err := st.Executions().Finish(ctx, e.ID, runnerID, f); err == nil {
 			if done, err := st.Executions().GetByID(ctx, e.ID); err == nil {

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -214,4 +215,63 @@ type QuarantinedFailure struct {
 	Suite  string     `json:"suite"`
 	Name   string     `json:"name"`
 	Status TestStatus `json:"status"`
+}
+
+// TestIdentity is a test of a run as its history knows it: its suite and name, the name made
+// unique within the run when the report gives two tests the same one (" [2]", " [3]" in report
+// order, so that the same report names them the same way every run).
+type TestIdentity struct {
+	Index       int // in the run's tests
+	Suite, Name string
+}
+
+// TestIdentities names each of tests.
+func TestIdentities(tests []TestResult) []TestIdentity {
+	out := make([]TestIdentity, len(tests))
+	seen := make(map[string]int, len(tests))
+	for i, t := range tests {
+		k := t.Suite + "\x00" + t.Name
+		seen[k]++
+		name := t.Name
+		if n := seen[k]; n > 1 {
+			name = fmt.Sprintf("%s [%d]", t.Name, n)
+		}
+		out[i] = TestIdentity{Index: i, Suite: t.Suite, Name: name}
+	}
+	return out
+}
+
+// ApplyQuarantine decides a finishing run's status with its project's quarantined tests
+// (those of quarantined, active at the run's end): it returns the run's failed tests that were
+// quarantined, and the status the run ends with. A FAILED run whose failed tests were all
+// quarantined, all of them among the tests it kept, and that failed for no other reason (no
+// error of the run itself) is judged by its other tests, as if the container had exited 0:
+// PASSED, or UNSTABLE when some passed only on a retry. Any other run keeps its status.
+func ApplyQuarantine(status ExecStatus, runErr string, summary Summary, tests []TestResult,
+	quarantined []TrackedTest) ([]QuarantinedFailure, ExecStatus) {
+	if len(quarantined) == 0 || summary.Failed == 0 {
+		return nil, status
+	}
+	byKey := make(map[string]string, len(quarantined))
+	for _, t := range quarantined {
+		byKey[t.Suite+"\x00"+t.Name] = t.ID
+	}
+	var out []QuarantinedFailure
+	failed := 0
+	for _, n := range TestIdentities(tests) {
+		tr := tests[n.Index]
+		if tr.Status != TestFailed {
+			continue
+		}
+		failed++
+		if id, ok := byKey[n.Suite+"\x00"+n.Name]; ok {
+			out = append(out, QuarantinedFailure{TestID: id, Suite: n.Suite, Name: n.Name, Status: tr.Status})
+		}
+	}
+	if status == ExecFailed && runErr == "" && len(out) == failed && failed == summary.Failed {
+		rest := summary
+		rest.Failed = 0
+		status = Verdict(0, rest)
+	}
+	return out, status
 }

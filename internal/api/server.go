@@ -35,6 +35,8 @@ type Deps struct {
 	Executions ports.Executions
 	Billing    ports.Billing
 	TestCases  ports.TestCases
+	// Histories are tests' histories (required).
+	Histories ports.Histories
 	// Analyst is the failure analyst; nil: its routes answer 503.
 	Analyst ports.Analyst
 	// Planner is the automation planner; nil: its routes answer 503.
@@ -88,6 +90,7 @@ type Server struct {
 	executions     ports.Executions
 	billing        ports.Billing
 	testCases      ports.TestCases
+	histories      ports.Histories
 	planner        ports.Planner
 	analyst        ports.Analyst
 	trackers       ports.Trackers
@@ -138,7 +141,7 @@ func New(d Deps) *Server {
 	if d.Outage == nil {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
-	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, planner: d.Planner, analyst: d.Analyst,
+	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
 		trackers: d.Trackers, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
@@ -232,6 +235,11 @@ func (s *Server) routes() {
 	s.handle("GET /api/test-cases/{id}", cases, s.getTestCase)
 	s.handle("PATCH /api/test-cases/{id}", cases, s.patchTestCase)
 	s.handle("DELETE /api/test-cases/{id}", cases, s.deleteTestCase)
+
+	s.handle("GET /api/tests", cases, s.listTests)
+	s.handle("GET /api/tests/{testId}", cases, s.getTest)
+	s.handle("PUT /api/tests/{testId}/quarantine", cases, s.quarantineTest)
+	s.handle("DELETE /api/tests/{testId}/quarantine", cases, s.unquarantineTest)
 
 	s.handle("POST /api/ai/automation-planner/discover", routeOpts{access: bearer, limit: "api"}, s.discoverPlan)
 	s.handle("POST /api/ai/automation-planner/generate", routeOpts{access: bearer, limit: "strict"}, s.generatePlan)

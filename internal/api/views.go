@@ -219,6 +219,22 @@ type ExecutionListItem struct {
 	HTMLReportURL   *string        `json:"htmlReportUrl"`
 	AllureReportURL *string        `json:"allureReportUrl"`
 	Artifacts       []string       `json:"artifacts"`
+	// QuarantinedFailures are the run's failed tests that were quarantined when it ended:
+	// their failures did not decide its status.
+	QuarantinedFailures []QuarantinedFailure `json:"quarantinedFailures"`
+}
+
+// QuarantinedFailure is a failed test of a run whose failure did not count.
+type QuarantinedFailure struct {
+	Test   TestRef           `json:"test"`
+	Status domain.TestStatus `json:"status"`
+}
+
+// TestRef names a tracked test.
+type TestRef struct {
+	ID    string `json:"id"`
+	Suite string `json:"suite"`
+	Name  string `json:"name"`
 }
 
 // Execution is the full view of an execution, as GET /api/executions/{taskId} and the
@@ -345,7 +361,10 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
-		Artifacts: []string{},
+		Artifacts: []string{}, QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
+	}
+	for i, q := range e.QuarantinedFailures {
+		item.QuarantinedFailures[i] = QuarantinedFailure{Test: TestRef{ID: q.TestID, Suite: q.Suite, Name: q.Name}, Status: q.Status}
 	}
 	if item.Labels == nil {
 		item.Labels = map[string]string{}

@@ -47,6 +47,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"cancelRequested": e.CancelRequested, "runner": e.RunnerID, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{},
+		"quarantinedFailures": []any{},
 		"testsNotKept": max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 	}
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"

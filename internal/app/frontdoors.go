@@ -44,6 +44,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		Executions:     execs,
 		Billing:        bill,
 		TestCases:      cases,
+		Histories:      a.histories,
 		Analyst:        analyses,
 		Trackers:       trackers,
 		Follow:         followers,

@@ -39,6 +39,9 @@ func TestScope(projectID, image string) string {
 	return "image:" + image
 }
 
+// ScopeImage is the image of a scope of runs without a project.
+func ScopeImage(scope string) (string, bool) { return strings.CutPrefix(scope, "image:") }
+
 // TrackedTest is a test of a scope, with the aggregates kept as its results are recorded.
 type TrackedTest struct {
 	ID             string

@@ -3,7 +3,7 @@
 // the methods either door calls, so a handler test can stand a few lines in for a service and
 // internal/app hands both doors the same real ones (*identity.Service, *executions.Service,
 // *billing.Service, *testcases.Service, *analysis.Service, *planning.Service,
-// *integrations.Service).
+// *integrations.Service, *history.Service).
 //
 // Every method a request reaches with a principal takes it, and the service decides what that
 // principal may do (roles included): the routes and pages only authenticate. The methods
@@ -14,6 +14,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"verdict/internal/ai/planner"
 	"verdict/internal/analysis"
@@ -21,6 +22,7 @@ import (
 	"verdict/internal/billing"
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/history"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/planning"
@@ -141,6 +143,15 @@ type Trackers interface {
 	CreateTicket(ctx context.Context, p *identity.Principal, provider string, in integrations.TicketInput) (*integrations.Created, error)
 }
 
+// Histories are tests' histories: a project's tests with their figures, a test's results, and
+// quarantine.
+type Histories interface {
+	List(ctx context.Context, p *identity.Principal, f history.Filter) ([]domain.TrackedTest, int, error)
+	Get(ctx context.Context, p *identity.Principal, testID string) (*history.Detail, error)
+	Quarantine(ctx context.Context, p *identity.Principal, testID, reason string, until time.Time) (*domain.TrackedTest, error)
+	Unquarantine(ctx context.Context, p *identity.Principal, testID string) (*domain.TrackedTest, error)
+}
+
 // The real services satisfy the interfaces.
 var (
 	_ TokenVerifier = (*auth.Tokens)(nil)
@@ -151,4 +162,5 @@ var (
 	_ Analyst       = (*analysis.Service)(nil)
 	_ Planner       = (*planning.Service)(nil)
 	_ Trackers      = (*integrations.Service)(nil)
+	_ Histories     = (*history.Service)(nil)
 )

@@ -48,7 +48,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{},
 		"quarantinedFailures": []any{},
-		"testsNotKept": max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
+		"testsNotKept":        max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 	}
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
 	var html, allure any

@@ -236,6 +236,10 @@ func (a *App) CloseRealtime() {
 	a.Follow.Close()
 }
 
+// CatchUpHistories records the finished runs whose tests' histories are not recorded yet, as
+// the background catch-up does every minute; it returns how many it recorded.
+func (a *App) CatchUpHistories(ctx context.Context) (int, error) { return a.histories.CatchUp(ctx) }
+
 // Runner is the embedded runner, nil when VERDICT_RUNNER=none.
 func (a *App) Runner() *run.Runner { return a.runner }
 

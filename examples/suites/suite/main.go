@@ -83,6 +83,10 @@ type env struct {
 	interval                              time.Duration
 	fillMB                                int    // MiB written to fillPath first, for disk limit tests
 	fillPath                              string // [/app/fill]
+	// failTests names tests (by name, comma-separated in FAIL_TESTS) that fail this run
+	// whatever the mode says: for tests' histories across runs (a test that flips, a new
+	// failure against a baseline).
+	failTests []string
 }
 
 func readEnv(get func(string) string) env {
@@ -103,6 +107,11 @@ func readEnv(get func(string) string) env {
 	}
 	if n, err := strconv.Atoi(get("FILL_MB")); err == nil && n > 0 {
 		e.fillMB = n
+	}
+	for _, n := range strings.Split(get("FAIL_TESTS"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			e.failTests = append(e.failTests, n)
+		}
 	}
 	e.fillPath = get("FILL_PATH")
 	if e.fillPath == "" {
@@ -154,6 +163,11 @@ func run(root string, args []string, get func(string) string, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	for i := range all {
+		if slices.Contains(e.failTests, all[i].name) {
+			all[i].attempts = []attempt{failed(50*time.Millisecond, "failed on request (FAIL_TESTS)")}
+		}
 	}
 	sleeping := mode == "slow" && folder == "sleep"
 	var selected []testCase

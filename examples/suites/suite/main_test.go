@@ -174,3 +174,13 @@ func TestFill(t *testing.T) {
 		t.Fatalf("the file: %v, %v", st, err)
 	}
 }
+
+// FAIL_TESTS fails the named tests in any mode; the others keep the mode's outcome.
+func TestFailTests(t *testing.T) {
+	root := appDir(t)
+	code, out := runMode(t, "pass", root, nil, map[string]string{"FAIL_TESTS": "health endpoint returns 200, nope"})
+	if code != 1 || !strings.Contains(out, "health endpoint returns 200: FAILED: failed on request") ||
+		!strings.Contains(out, "4 tests, 1 failed") {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+}

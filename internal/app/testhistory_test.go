@@ -1,0 +1,210 @@
+package app_test
+
+import (
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"verdict/internal/store"
+	"verdict/internal/testenv"
+)
+
+// Tests' histories end to end, with the real engine and the sample suites, on both databases:
+// every finished run's results recorded; a test's history, figures and flake rate; the list's
+// search and filters; quarantine turning a FAILED run into a PASSED one, listed in the run's
+// quarantinedFailures, and back to FAILED once it is lifted; roles, validation and another
+// organization (404).
+func TestTestHistoryAndQuarantine(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := runHarness(t, d)
+			admin := h.signup("qa@example.com", "History Co")
+			a := bearer(admin.token)
+			viewer := bearer(h.join(admin, "viewer@example.com", "viewer").token)
+			p := h.do("POST", "/api/projects", a, map[string]any{"name": "Web", "image": passImage})
+			expect(t, p, 201, "")
+			project := p.str("project", "id")
+
+			run := func(image string, labels map[string]string, env map[string]string) resp {
+				t.Helper()
+				body := map[string]any{"projectId": project, "image": image, "labels": labels}
+				if env != nil {
+					body["envVars"] = env
+				}
+				return h.waitFor(a, h.queue(a, body), 90*time.Second, final)
+			}
+			main1 := map[string]string{"branch": "main", "commit": "c1"}
+			// health flips pass → fail → pass on one commit: two flake events, flaky.
+			run(passImage, main1, nil)
+			run(passImage, main1, map[string]string{"FAIL_TESTS": "health endpoint returns 200"})
+			last := run(passImage, main1, nil)
+			if last.str("execution", "status") != "PASSED" {
+				t.Fatalf("run: %s", last.raw)
+			}
+
+			list := h.do("GET", "/api/tests?projectId="+project+"&q=HEALTH", a, nil)
+			expect(t, list, 200, "")
+			if list.get("data", "total") != 1.0 {
+				t.Fatalf("search: %s", list.raw)
+			}
+			health := list.get("data", "tests").([]any)[0].(map[string]any)
+			if health["name"] != "health endpoint returns 200" || health["suite"] != "[chromium] api/health.spec.ts" ||
+				health["runs"] != 3.0 || health["lastStatus"] != "passed" || health["flaky"] != true ||
+				health["projectId"] != project || health["quarantine"] != nil {
+				t.Fatalf("the test: %v", health)
+			}
+			if pr := health["passRate"].(float64); pr < 0.66 || pr > 0.67 {
+				t.Fatalf("pass rate %v, want 2/3", pr)
+			}
+			healthID := health["id"].(string)
+			flaky := h.do("GET", "/api/tests?projectId="+project+"&flaky=true", viewer, nil)
+			expect(t, flaky, 200, "")
+			if flaky.get("data", "total") != 1.0 {
+				t.Fatalf("flaky filter: %s", flaky.raw)
+			}
+			all := h.do("GET", "/api/tests?projectId="+project, viewer, nil)
+			if all.get("data", "total") != 4.0 {
+				t.Fatalf("the project's tests: %s", all.raw)
+			}
+
+			detail := h.do("GET", "/api/tests/"+healthID, viewer, nil)
+			expect(t, detail, 200, "")
+			hist := detail.get("data", "history").([]any)
+			if len(hist) != 3 {
+				t.Fatalf("history: %s", detail.raw)
+			}
+			middle := hist[1].(map[string]any)
+			if middle["status"] != "failed" || middle["message"] != "Error: failed on request (FAIL_TESTS)" ||
+				len(middle["signature"].(string)) != 16 || middle["branch"] != "main" || middle["commit"] != "c1" {
+				t.Fatalf("the failed result: %v", middle)
+			}
+			if detail.str("data", "stats", "lastFailedTaskId") != middle["taskId"] ||
+				detail.str("data", "stats", "lastPassedTaskId") != last.str("execution", "taskId") ||
+				detail.get("data", "stats", "flakeEvents") != 2.0 || detail.get("data", "stats", "medianMs") == nil {
+				t.Fatalf("stats: %s", detail.raw)
+			}
+
+			// Quarantine: the fail image fails auth and dashboard; both quarantined, the run passes.
+			failed := run(failImage, map[string]string{"branch": "main", "commit": "c2"}, nil)
+			if failed.str("execution", "status") != "FAILED" || len(failed.get("execution", "quarantinedFailures").([]any)) != 0 {
+				t.Fatalf("a failing run: %s", failed.raw)
+			}
+			ids := map[string]string{}
+			for _, name := range []string{"login rejects a wrong password", "dashboard lists recent runs"} {
+				r := h.do("GET", "/api/tests?projectId="+project+"&q="+url.QueryEscape(name), a, nil)
+				if r.get("data", "total") != 1.0 {
+					t.Fatalf("%s: %s", name, r.raw)
+				}
+				ids[name] = r.get("data", "tests").([]any)[0].(map[string]any)["id"].(string)
+			}
+			until := time.Now().UTC().Add(72 * time.Hour).Format(time.RFC3339)
+			auth := ids["login rejects a wrong password"]
+			expect(t, h.do("PUT", "/api/tests/"+auth+"/quarantine", viewer, map[string]any{"reason": "x", "until": until}), 403, "Forbidden")
+			expect(t, h.do("PUT", "/api/tests/"+auth+"/quarantine", a, map[string]any{"reason": "", "until": until}), 400, "Validation error")
+			expect(t, h.do("PUT", "/api/tests/"+auth+"/quarantine", a, map[string]any{"reason": "x",
+				"until": time.Now().UTC().AddDate(0, 0, 91).Format(time.RFC3339)}), 400, "Validation error")
+			expect(t, h.do("PUT", "/api/tests/"+auth+"/quarantine", a, map[string]any{"reason": "x", "until": "tomorrow"}), 400, "Validation error")
+			q := h.do("PUT", "/api/tests/"+auth+"/quarantine", a, map[string]any{"reason": "Staging DB is slow; ENG-1", "until": until})
+			expect(t, q, 200, "")
+			if q.str("data", "test", "quarantine", "reason") != "Staging DB is slow; ENG-1" || q.str("data", "test", "quarantine", "by") != admin.id {
+				t.Fatalf("quarantine: %s", q.raw)
+			}
+			// One of two failures quarantined: still FAILED, and it says which did not count.
+			partly := run(failImage, map[string]string{"branch": "main", "commit": "c2"}, nil)
+			qf := partly.get("execution", "quarantinedFailures").([]any)
+			if partly.str("execution", "status") != "FAILED" || len(qf) != 1 ||
+				qf[0].(map[string]any)["test"].(map[string]any)["id"] != auth {
+				t.Fatalf("one failure quarantined: %s", partly.raw)
+			}
+			expect(t, h.do("PUT", "/api/tests/"+ids["dashboard lists recent runs"]+"/quarantine", a,
+				map[string]any{"reason": "flaky locator", "until": until}), 200, "")
+			passed := run(failImage, map[string]string{"branch": "main", "commit": "c2"}, nil)
+			if passed.str("execution", "status") != "PASSED" || len(passed.get("execution", "quarantinedFailures").([]any)) != 2 ||
+				passed.get("execution", "summary", "failed") != 2.0 {
+				t.Fatalf("every failure quarantined: %s", passed.raw)
+			}
+			// Its tests are still recorded as failed.
+			d2 := h.do("GET", "/api/tests/"+auth, a, nil)
+			if d2.get("data", "history").([]any)[0].(map[string]any)["status"] != "failed" || d2.get("data", "test", "quarantine") == nil {
+				t.Fatalf("a quarantined test's history: %s", d2.raw)
+			}
+			qlist := h.do("GET", "/api/tests?projectId="+project+"&quarantined=true", a, nil)
+			if qlist.get("data", "total") != 2.0 {
+				t.Fatalf("quarantined filter: %s", qlist.raw)
+			}
+			audit, err := h.app.Store.Audit().List(t.Context(), admin.orgID, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var actions []string
+			for _, e := range audit {
+				actions = append(actions, e.Action)
+			}
+			if !strings.Contains(strings.Join(actions, ","), "test.quarantined") {
+				t.Fatalf("audit: %v", actions)
+			}
+
+			// Lifted: the next run fails again.
+			expect(t, h.do("DELETE", "/api/tests/"+auth+"/quarantine", a, nil), 200, "")
+			again := run(failImage, map[string]string{"branch": "main", "commit": "c2"}, nil)
+			if again.str("execution", "status") != "FAILED" {
+				t.Fatalf("after the quarantine is lifted: %s", again.raw)
+			}
+
+			// Another organization sees none of it.
+			other := bearer(h.signup("other@example.com", "Other Co").token)
+			expect(t, h.do("GET", "/api/tests/"+healthID, other, nil), 404, "Test not found")
+			expect(t, h.do("PUT", "/api/tests/"+healthID+"/quarantine", other, map[string]any{"reason": "x", "until": until}), 404, "Test not found")
+			expect(t, h.do("DELETE", "/api/tests/"+healthID+"/quarantine", other, nil), 404, "Test not found")
+			expect(t, h.do("GET", "/api/tests?projectId="+project, other, nil), 404, "Project not found")
+			if r := h.do("GET", "/api/tests", other, nil); r.get("data", "total") != 0.0 {
+				t.Fatalf("another organization's list: %s", r.raw)
+			}
+			expect(t, h.do("GET", "/api/tests?flaky=yes", a, nil), 400, "Validation error")
+			expect(t, h.do("GET", "/api/tests?limit=500", a, nil), 400, "Validation error")
+			expect(t, h.do("GET", "/api/tests?status=broken", a, nil), 400, "Validation error")
+		})
+	}
+}
+
+// A run whose recording the post-run chain missed (here: runs marked unrecorded again, as
+// runs from before histories were kept are) is recorded by the catch-up, once.
+func TestTestHistoryCatchUp(t *testing.T) {
+	testenv.DockerHost(t)
+	dataDir := t.TempDir()
+	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 2 * time.Second,
+		env: map[string]string{"VERDICT_DATA_DIR": dataDir}})
+	db, err := sql.Open("sqlite", filepath.Join(dataDir, "verdict.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	admin := h.signup("qa@example.com", "Catch Co")
+	a := bearer(admin.token)
+	task := h.queue(a, map[string]any{"image": failImage})
+	h.waitFor(a, task, 90*time.Second, final)
+	ctx := t.Context()
+	if _, err := db.ExecContext(ctx, `DELETE FROM test_results`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE tests SET runs = 0, recent = '[]'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE executions SET tests_recorded = 0`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := h.app.CatchUpHistories(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("catch-up: %d, %v", n, err)
+	}
+	if n, err := h.app.CatchUpHistories(ctx); err != nil || n != 0 {
+		t.Fatalf("a second catch-up: %d, %v", n, err)
+	}
+	tests, total, err := h.app.Store.Tests().List(ctx, admin.orgID, store.TestFilter{Limit: 10})
+	if err != nil || total != 4 || tests[0].Runs != 1 {
+		t.Fatalf("after the catch-up: %d tests, %v, %+v", total, err, tests)
+	}
+}

@@ -208,3 +208,64 @@ func TestTestHistoryCatchUp(t *testing.T) {
 		t.Fatalf("after the catch-up: %d tests, %v, %+v", total, err, tests)
 	}
 }
+
+// The dashboard's tests pages: the list, a test's page with its strip and chart, quarantine
+// through its form, the run page's links to its tests and its quarantined failures; another
+// organization's test is a 404 page.
+func TestWebTestHistory(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	admin := h.signup("qa@example.com", "Pages Co")
+	a := bearer(admin.token)
+	p := h.do("POST", "/api/projects", a, map[string]any{"name": "Web", "image": failImage})
+	expect(t, p, 201, "")
+	project := p.str("project", "id")
+	first := h.queue(a, map[string]any{"projectId": project})
+	h.waitFor(a, first, 90*time.Second, final)
+
+	b := h.browser(t)
+	b.get("/login")
+	wantRedirect(t, "login", b.post("/login", url.Values{"email": {"qa@example.com"}, "password": {password}}), "/runs")
+	list := b.get("/tests?project=" + project)
+	wantStatus(t, "tests page", list, 200, "login rejects a wrong password")
+	r := h.do("GET", "/api/tests?projectId="+project+"&q=login", a, nil)
+	id := r.get("data", "tests").([]any)[0].(map[string]any)["id"].(string)
+	if !strings.Contains(list.body, `href="/tests/`+id+`"`) {
+		t.Fatalf("the list does not link the test: %s", list.body)
+	}
+	page := b.get("/tests/" + id)
+	wantStatus(t, "test page", page, 200, `class="strip-failed"`)
+	if !strings.Contains(page.body, `class="dbar dbar-failed"`) || !strings.Contains(page.body, `href="/runs/`+first+`"`) {
+		t.Fatalf("test page: %s", page.body)
+	}
+	until := time.Now().UTC().AddDate(0, 0, 10).Format("2006-01-02")
+	wantRedirect(t, "quarantine", b.post("/tests/"+id+"/quarantine", url.Values{"reason": {"known bug ENG-9"}, "until": {until}}), "/tests/"+id)
+	wantStatus(t, "quarantined test page", b.get("/tests/"+id), 200, "known bug ENG-9")
+	too := time.Now().UTC().AddDate(0, 0, 200).Format("2006-01-02")
+	wantRedirect(t, "a quarantine too long is capped to 90 days", b.post("/tests/"+id+"/quarantine",
+		url.Values{"reason": {"long"}, "until": {too}}), "/tests/"+id)
+	if q := h.do("GET", "/api/tests/"+id, a, nil); q.str("data", "test", "quarantine", "reason") != "long" {
+		t.Fatalf("capped quarantine: %s", q.raw)
+	}
+
+	second := h.queue(a, map[string]any{"projectId": project})
+	h.waitFor(a, second, 90*time.Second, final)
+	run := b.get("/runs/" + second)
+	wantStatus(t, "run page", run, 200, `id="quarantined-failures"`)
+	if !strings.Contains(run.body, `<a href="/tests/`+id+`">login rejects a wrong password</a>`) {
+		t.Fatalf("the run page does not link its tests: %s", run.body)
+	}
+	wantRedirect(t, "lift", b.post("/tests/"+id+"/unquarantine", nil), "/tests/"+id)
+
+	// A viewer's forged form and another organization.
+	v := h.browser(t)
+	h.join(admin, "viewer@example.com", "viewer")
+	v.get("/login")
+	v.post("/login", url.Values{"email": {"viewer@example.com"}, "password": {password}})
+	v.get("/tests/" + id)
+	wantStatus(t, "a viewer's quarantine", v.post("/tests/"+id+"/quarantine", url.Values{"reason": {"x"}, "until": {until}}), 403, "")
+	o := h.browser(t)
+	h.signup("other@example.com", "Other Co")
+	o.get("/login")
+	o.post("/login", url.Values{"email": {"other@example.com"}, "password": {password}})
+	wantStatus(t, "another organization's test", o.get("/tests/"+id), 404, "")
+}

@@ -178,3 +178,21 @@ func notFound(err error, e *domain.Error) error {
 	}
 	return err
 }
+
+// RunTestIDs maps the tests of the caller's organization's run (by internal ID) to their
+// tracked tests' IDs, by suite and name ("suite\x00name"): the run page links its tests to
+// their histories. Empty until the run is recorded.
+func (s *Service) RunTestIDs(ctx context.Context, p *identity.Principal, run *domain.Execution) (map[string]string, error) {
+	if run.OrganizationID != p.OrgID {
+		return nil, errTest404
+	}
+	outs, err := s.store.Tests().ForRun(ctx, p.OrgID, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(outs))
+	for _, o := range outs {
+		m[o.Suite+"\x00"+o.Name] = o.TestID
+	}
+	return m, nil
+}

@@ -150,6 +150,7 @@ type Histories interface {
 	Get(ctx context.Context, p *identity.Principal, testID string) (*history.Detail, error)
 	Quarantine(ctx context.Context, p *identity.Principal, testID, reason string, until time.Time) (*domain.TrackedTest, error)
 	Unquarantine(ctx context.Context, p *identity.Principal, testID string) (*domain.TrackedTest, error)
+	RunTestIDs(ctx context.Context, p *identity.Principal, run *domain.Execution) (map[string]string, error)
 }
 
 // The real services satisfy the interfaces.

@@ -276,6 +276,9 @@ type runData struct {
 	Project   string
 	Duration  string
 	Tests     []domain.TestResult // one page of the kept tests, failures first
+	// TestIDs are the tracked tests of Tests, in the same order ("" for one not recorded yet):
+	// their names link to their histories.
+	TestIDs []string
 	ReportURL string
 	Log       string
 	LogCut    bool
@@ -324,6 +327,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.pageTests(&d, r.URL.Query().Get("testsPage"))
+	if s.histories != nil && d.Finished && len(d.Tests) > 0 {
+		if ids, err := s.histories.RunTestIDs(r.Context(), st.p, e); err == nil {
+			d.TestIDs = make([]string, len(d.Tests))
+			for i, t := range d.Tests {
+				d.TestIDs[i] = ids[t.Suite+"\x00"+t.Name]
+			}
+		}
+	}
 	if s.reportLink != nil {
 		d.ReportURL = s.reportLink(r.Context(), st.p, e)
 	}

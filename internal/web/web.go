@@ -57,6 +57,9 @@ type Deps struct {
 	Analyst ports.Analyst
 	// TestCases serves /test-cases and the planner's choice of cases; nil: not available.
 	TestCases ports.TestCases
+	// Histories serve /tests and the run page's links to its tests' histories; nil: not
+	// available.
+	Histories ports.Histories
 	// Planner serves /planner; nil: not available.
 	Planner ports.Planner
 	// Trackers serves /settings/integrations and a run's ticket buttons; nil: not available.
@@ -93,6 +96,7 @@ type Server struct {
 	billing    ports.Billing
 	analyst    ports.Analyst
 	testCases  ports.TestCases
+	histories  ports.Histories
 	planner    ports.Planner
 	trackers   ports.Trackers
 	jwt        ports.TokenVerifier
@@ -125,7 +129,7 @@ func New(d Deps) *Server {
 	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
 		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, outage: d.Outage, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
-	s.testCases, s.planner, s.trackers = d.TestCases, d.Planner, d.Trackers
+	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.routes()
 	return s
 }
@@ -187,6 +191,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /test-cases/{id}", s.signedIn(s.testCasePage))
 	s.mux.HandleFunc("POST /test-cases/{id}", s.signedIn(s.csrf(s.takes("api", s.updateTestCase))))
 	s.mux.HandleFunc("POST /test-cases/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteTestCase))))
+	s.mux.HandleFunc("GET /tests", s.signedIn(s.testsPage))
+	s.mux.HandleFunc("GET /tests/{id}", s.signedIn(s.testPage))
+	s.mux.HandleFunc("POST /tests/{id}/quarantine", s.signedIn(s.csrf(s.takes("api", s.quarantineTest))))
+	s.mux.HandleFunc("POST /tests/{id}/unquarantine", s.signedIn(s.csrf(s.takes("api", s.unquarantineTest))))
 	s.mux.HandleFunc("GET /planner", s.signedIn(s.plannerPage))
 	s.mux.HandleFunc("POST /planner", s.signedIn(s.csrf(s.takes("strict", s.generatePlan))))
 	s.mux.HandleFunc("GET /planner/{id}", s.signedIn(s.planPage))

@@ -272,13 +272,13 @@ const logLimit = 1 << 20
 const runTestsPage = 50
 
 type runData struct {
-	Run       *domain.Execution
-	Project   string
-	Duration  string
-	Tests     []domain.TestResult // one page of the kept tests, failures first
+	Run      *domain.Execution
+	Project  string
+	Duration string
+	Tests    []domain.TestResult // one page of the kept tests, failures first
 	// TestIDs are the tracked tests of Tests, in the same order ("" for one not recorded yet):
 	// their names link to their histories.
-	TestIDs []string
+	TestIDs   []string
 	ReportURL string
 	Log       string
 	LogCut    bool

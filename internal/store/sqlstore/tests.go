@@ -56,14 +56,17 @@ func (s *Store) falseLit() string {
 }
 
 // recordChunk bounds the rows of one multi-row statement (PostgreSQL takes at most 65535
-// parameters a statement, SQLite 32766).
-const recordChunk = 250
+// parameters a statement, SQLite 32766; a row takes at most 13).
+const recordChunk = 1000
 
 // Record writes a run's results in one transaction: the run is marked first (a second Record
-// of it finds it marked and writes nothing), the run's tests are read (and locked, on
-// PostgreSQL) by name a chunk at a time, the new ones inserted, every test's aggregates
-// updated with one statement a chunk, and the results inserted a chunk a statement: a few
-// dozen statements for a run of thousands of tests.
+// of it finds it marked and writes nothing), the recordings of the run's scope are
+// serialised (an advisory lock of the scope on PostgreSQL, held to the end of the
+// transaction: one lock, where locking each test row would write every row twice; SQLite's
+// write transactions are serialised already), the run's tests are read by name a chunk at a
+// time, the new ones inserted, every test's aggregates updated with one statement a chunk, and
+// the results inserted a chunk a statement: a dozen statements for a run of thousands of
+// tests.
 func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 	run := rr.Run
 	at := run.QueuedAt
@@ -82,6 +85,11 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 		}
 		if len(rr.Outcomes) == 0 {
 			return nil
+		}
+		if tx.d.name == "postgres" {
+			if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?))`, run.OrganizationID+" "+scope); err != nil {
+				return err
+			}
 		}
 		tests, err := tx.testsByKey(ctx, run.OrganizationID, scope, rr.Outcomes)
 		if err != nil {
@@ -129,8 +137,7 @@ func mergeOutcome(t *domain.TrackedTest, o *domain.TestOutcome) {
 	}
 }
 
-// testsByKey reads the scope's tests named by outcomes, locking them on PostgreSQL, by suite
-// and name.
+// testsByKey reads the scope's tests named by outcomes, by suite and name.
 func (s *Store) testsByKey(ctx context.Context, orgID, scope string, outcomes []domain.TestOutcome) (map[string]*domain.TrackedTest, error) {
 	out := make(map[string]*domain.TrackedTest, len(outcomes))
 	names := make([]string, 0, len(outcomes))
@@ -148,9 +155,8 @@ func (s *Store) testsByKey(ctx context.Context, orgID, scope string, outcomes []
 		for _, n := range chunk {
 			args = append(args, n)
 		}
-		// Rows are locked in id order, so two runs of a scope never wait on each other in a cycle.
 		rows, err := list(ctx, s, scanTest, `SELECT `+testColumns+` FROM tests WHERE organization_id = ? AND scope = ?
-			AND name IN (`+placeholders(len(chunk))+`) ORDER BY id`+s.d.forUpdate, args...)
+			AND name IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +201,7 @@ func (s *Store) insertMissingTests(ctx context.Context, run *domain.Execution, s
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if int(n) < len(chunk) {
-			// Another run of the scope made some of them first: read those (now locked).
+			// Another run of the scope made some of them first (before the lock): read those.
 			found, err := s.testsByKey(ctx, run.OrganizationID, scope, chunk)
 			if err != nil {
 				return err
@@ -208,8 +214,9 @@ func (s *Store) insertMissingTests(ctx context.Context, run *domain.Execution, s
 	return nil
 }
 
-// updateTests writes the aggregates of tests, a chunk a statement: an UPDATE from a VALUES
-// list, which both databases take.
+// updateTests writes the aggregates of tests: on PostgreSQL an UPDATE from a VALUES list a
+// chunk a statement (one hash join); on SQLite, whose planner may loop over such a list for
+// every row, one prepared UPDATE a test, which in process costs microseconds.
 func (s *Store) updateTests(ctx context.Context, tests []*domain.TrackedTest) error {
 	seen := make(map[string]bool, len(tests))
 	uniq := tests[:0:0]
@@ -219,26 +226,54 @@ func (s *Store) updateTests(ctx context.Context, tests []*domain.TrackedTest) er
 			uniq = append(uniq, t)
 		}
 	}
-	const row = "(?, CAST(? AS INTEGER), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?, CAST(? AS BIGINT))"
+	values := func(t *domain.TrackedTest) ([]any, error) {
+		recent, err := marshalJSON(t.Recent)
+		if err != nil {
+			return nil, err
+		}
+		rates := domain.Rates(t.Recent)
+		return []any{t.Runs, recent[0], string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
+			millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
+			t.LastPassedTaskID, zeroMillis(t.LastPassedAt), t.ID}, nil
+	}
+	if s.d.name == "sqlite" && s.tx != nil {
+		const q = `UPDATE tests SET runs = ?, recent = ?, last_status = ?, pass_rate = ?, flake_rate = ?, flaky = ?,
+			first_seen_at = ?, last_seen_at = ?, last_failed_task_id = ?, last_failed_at = ?, last_passed_task_id = ?,
+			last_passed_at = ? WHERE id = ?`
+		stmt, err := s.tx.PrepareContext(ctx, q)
+		if err != nil {
+			return s.mapErr(err)
+		}
+		defer stmt.Close()
+		s.wrote(q)
+		for _, t := range uniq {
+			args, err := values(t)
+			if err != nil {
+				return err
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return s.mapErr(err)
+			}
+		}
+		return nil
+	}
+	const row = "(CAST(? AS INTEGER), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?)"
 	for start := 0; start < len(uniq); start += recordChunk {
 		chunk := uniq[start:min(start+recordChunk, len(uniq))]
 		var q strings.Builder
-		q.WriteString(`WITH v (id, runs, recent, last_status, pass_rate, flake_rate, flaky, first_seen_at, last_seen_at,
-			last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at) AS (VALUES `)
+		q.WriteString(`WITH v (runs, recent, last_status, pass_rate, flake_rate, flaky, first_seen_at, last_seen_at,
+			last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at, id) AS (VALUES `)
 		args := make([]any, 0, 13*len(chunk))
 		for i, t := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
 			q.WriteString(row)
-			recent, err := marshalJSON(t.Recent)
+			v, err := values(t)
 			if err != nil {
 				return err
 			}
-			rates := domain.Rates(t.Recent)
-			args = append(args, t.ID, t.Runs, recent[0], string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
-				millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
-				t.LastPassedTaskID, zeroMillis(t.LastPassedAt))
+			args = append(args, v...)
 		}
 		q.WriteString(`) UPDATE tests SET runs = v.runs, recent = v.recent, last_status = v.last_status,
 			pass_rate = v.pass_rate, flake_rate = v.flake_rate, flaky = v.flaky, first_seen_at = v.first_seen_at,
@@ -275,7 +310,6 @@ func (s *Store) insertResults(ctx context.Context, orgID string, outcomes []doma
 			args = append(args, o.TestID, o.ExecutionID, orgID, o.TaskID, string(o.Status), o.DurationMs, o.Retries,
 				o.Signature, o.Message, o.Branch, o.Commit, millis(o.CreatedAt))
 		}
-		q.WriteString(` ON CONFLICT (test_id, execution_id) DO NOTHING`)
 		if _, err := s.exec(ctx, q.String(), args...); err != nil {
 			return err
 		}

@@ -36,8 +36,10 @@ CREATE TABLE tests (
     quarantine_at       INTEGER,
     UNIQUE (organization_id, scope, suite, name)
 );
--- The test list of a scope, most recently seen first.
-CREATE INDEX tests_by_scope_seen ON tests (organization_id, scope, last_seen_at);
+-- The test list of a scope reads it by the unique index's prefix (organization_id, scope) and
+-- sorts a scope's tests in memory: no index holds a column a run's recording changes, so those
+-- updates rewrite no index entry (PostgreSQL's heap-only updates, room for which the fill
+-- factor keeps in each page).
 -- A finishing run's quarantined tests.
 CREATE INDEX tests_quarantined ON tests (organization_id, scope, quarantine_until) WHERE quarantine_until IS NOT NULL;
 
@@ -53,10 +55,10 @@ CREATE TABLE test_results (
     message         TEXT NOT NULL DEFAULT '',
     branch          TEXT NOT NULL DEFAULT '',
     commit_sha      TEXT NOT NULL DEFAULT '',
-    created_at      INTEGER NOT NULL,
-    PRIMARY KEY (test_id, execution_id)
+    created_at      INTEGER NOT NULL
 );
--- A test's history, newest first.
+-- A test's history, newest first. (No primary key: a run's results are written once, in the
+-- transaction that marks the run recorded, and an index fewer makes that write cheaper.)
 CREATE INDEX test_results_by_test ON test_results (test_id, created_at);
 -- A run's results (compare, the gate, deleting a run).
 CREATE INDEX test_results_by_run ON test_results (execution_id);

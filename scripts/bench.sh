@@ -13,7 +13,7 @@
 # (100), BENCH_RUNS_PER_ORG (100), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
 # PostgreSQL part is skipped), BENCH_TIMEOUT (300 s for this script's own part), BENCH_RUNS=0
-# to skip scripts/bench-runs.sh, VERDICT_BIN and BENCH_LOADGEN to use prebuilt binaries.
+# to skip scripts/bench-runs.sh, BENCH_HISTORY=0 to skip scripts/bench-history.sh, VERDICT_BIN and BENCH_LOADGEN to use prebuilt binaries.
 #
 # Figures depend on the machine and on what else runs on it: the load average is printed with
 # them. Verdict runs without a runner (VERDICT_RUNNER=none), without Redis (in-memory rate
@@ -211,4 +211,8 @@ watchdog=
 if [[ ${BENCH_RUNS:-1} != 0 && -x scripts/bench-runs.sh ]]; then
 	echo "== scripts/bench-runs.sh"
 	scripts/bench-runs.sh
+fi
+if [[ ${BENCH_HISTORY:-1} != 0 ]]; then
+	echo "== scripts/bench-history.sh"
+	scripts/bench-history.sh
 fi

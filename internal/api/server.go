@@ -240,6 +240,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/tests/{testId}", cases, s.getTest)
 	s.handle("PUT /api/tests/{testId}/quarantine", cases, s.quarantineTest)
 	s.handle("DELETE /api/tests/{testId}/quarantine", cases, s.unquarantineTest)
+	s.handle("GET /api/projects/{id}/auto-quarantine", cases, s.getAutoQuarantine)
+	s.handle("PUT /api/projects/{id}/auto-quarantine", cases, s.putAutoQuarantine)
 
 	s.handle("POST /api/ai/automation-planner/discover", routeOpts{access: bearer, limit: "api"}, s.discoverPlan)
 	s.handle("POST /api/ai/automation-planner/generate", routeOpts{access: bearer, limit: "strict"}, s.generatePlan)

@@ -178,3 +178,29 @@ func (s *Server) unquarantineTest(w http.ResponseWriter, r *http.Request) {
 	}
 	ok(w, obj{"data": obj{"test": TestView(t)}})
 }
+
+// getAutoQuarantine: GET /api/projects/{id}/auto-quarantine.
+func (s *Server) getAutoQuarantine(w http.ResponseWriter, r *http.Request) {
+	rate, err := s.histories.AutoQuarantine(r.Context(), principalFrom(r), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch the automatic quarantine rule")
+		return
+	}
+	ok(w, obj{"data": obj{"flakeRate": rate, "days": history.AutoQuarantineDays}})
+}
+
+// putAutoQuarantine: PUT /api/projects/{id}/auto-quarantine {flakeRate}.
+func (s *Server) putAutoQuarantine(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		FlakeRate *float64 `json:"flakeRate"`
+	}
+	if err := decode(w, r, &body); err != nil {
+		writeDomainError(w, err)
+		return
+	}
+	if err := s.histories.SetAutoQuarantine(r.Context(), principalFrom(r), r.PathValue("id"), body.FlakeRate); err != nil {
+		s.fail(w, r, err, "Failed to change the automatic quarantine rule")
+		return
+	}
+	ok(w, obj{"data": obj{"flakeRate": body.FlakeRate, "days": history.AutoQuarantineDays}})
+}

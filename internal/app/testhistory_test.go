@@ -269,3 +269,58 @@ func TestWebTestHistory(t *testing.T) {
 	o.post("/login", url.Values{"email": {"other@example.com"}, "password": {password}})
 	wantStatus(t, "another organization's test", o.get("/tests/"+id), 404, "")
 }
+
+// A project's automatic quarantine rule quarantines its tests once their flake rate reaches
+// it, from the run that makes them flaky on; off by default; roles and validation.
+func TestAutoQuarantine(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := runHarness(t, d)
+			admin := h.signup("qa@example.com", "Auto Co")
+			a := bearer(admin.token)
+			viewer := bearer(h.join(admin, "viewer@example.com", "viewer").token)
+			p := h.do("POST", "/api/projects", a, map[string]any{"name": "Web", "image": passImage})
+			project := p.str("project", "id")
+			rule := "/api/projects/" + project + "/auto-quarantine"
+			if r := h.do("GET", rule, viewer, nil); r.status != 200 || r.get("data", "flakeRate") != nil || r.get("data", "days") != 14.0 {
+				t.Fatalf("the rule is off by default: %s", r.raw)
+			}
+			expect(t, h.do("PUT", rule, viewer, map[string]any{"flakeRate": 0.5}), 403, "Forbidden")
+			expect(t, h.do("PUT", rule, a, map[string]any{"flakeRate": 1.5}), 400, "Validation error")
+			expect(t, h.do("PUT", rule, a, map[string]any{"flakeRate": 0}), 400, "Validation error")
+			expect(t, h.do("PUT", rule, a, map[string]any{"flakeRate": 0.5}), 200, "")
+			other := bearer(h.signup("other@example.com", "Other Co").token)
+			expect(t, h.do("GET", rule, other, nil), 404, "Project not found")
+			expect(t, h.do("PUT", rule, other, map[string]any{"flakeRate": 0.5}), 404, "Project not found")
+
+			labels := map[string]string{"branch": "main", "commit": "c1"}
+			for _, env := range []map[string]string{nil, {"FAIL_TESTS": "health endpoint returns 200"}, nil} {
+				body := map[string]any{"projectId": project, "labels": labels}
+				if env != nil {
+					body["envVars"] = env
+				}
+				h.waitFor(a, h.queue(a, body), 90*time.Second, final)
+			}
+			q := h.do("GET", "/api/tests?projectId="+project+"&quarantined=true", a, nil)
+			if q.get("data", "total") != 1.0 {
+				t.Fatalf("auto-quarantined: %s", q.raw)
+			}
+			test := q.get("data", "tests").([]any)[0].(map[string]any)
+			qq := test["quarantine"].(map[string]any)
+			if test["name"] != "health endpoint returns 200" || qq["by"] != "verdict" ||
+				!strings.HasPrefix(qq["reason"].(string), "Automatic: flake rate 67%") {
+				t.Fatalf("the automatic quarantine: %v", test)
+			}
+			// The next run that fails it passes.
+			r := h.waitFor(a, h.queue(a, map[string]any{"projectId": project, "labels": labels,
+				"envVars": map[string]string{"FAIL_TESTS": "health endpoint returns 200"}}), 90*time.Second, final)
+			if r.str("execution", "status") != "PASSED" || len(r.get("execution", "quarantinedFailures").([]any)) != 1 {
+				t.Fatalf("a run failing only the auto-quarantined test: %s", r.raw)
+			}
+			expect(t, h.do("PUT", rule, a, map[string]any{"flakeRate": nil}), 200, "")
+			if r := h.do("GET", rule, a, nil); r.get("data", "flakeRate") != nil {
+				t.Fatalf("the rule turned off: %s", r.raw)
+			}
+		})
+	}
+}

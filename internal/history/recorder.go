@@ -40,6 +40,9 @@ func (s *Service) Record(ctx context.Context, run *domain.Execution) error {
 	if run.ProjectID == "" {
 		return nil
 	}
+	if err := s.autoQuarantine(ctx, run); err != nil {
+		s.log.Warn("applying the project's automatic quarantine failed", "task", run.TaskID, "err", err)
+	}
 	return s.judge(ctx, run)
 }
 

@@ -151,6 +151,8 @@ type Histories interface {
 	Quarantine(ctx context.Context, p *identity.Principal, testID, reason string, until time.Time) (*domain.TrackedTest, error)
 	Unquarantine(ctx context.Context, p *identity.Principal, testID string) (*domain.TrackedTest, error)
 	RunTestIDs(ctx context.Context, p *identity.Principal, run *domain.Execution) (map[string]string, error)
+	AutoQuarantine(ctx context.Context, p *identity.Principal, projectID string) (*float64, error)
+	SetAutoQuarantine(ctx context.Context, p *identity.Principal, projectID string, rate *float64) error
 }
 
 // The real services satisfy the interfaces.

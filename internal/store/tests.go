@@ -55,4 +55,15 @@ type TestRepo interface {
 	// SetQuarantine sets (q non-nil) or lifts (nil) the organization's test's quarantine;
 	// ErrNotFound for another organization's test.
 	SetQuarantine(ctx context.Context, orgID, testID string, q *domain.Quarantine) error
+
+	AutoQuarantineRepo
+}
+
+// AutoQuarantineRepo keeps a project's automatic quarantine rule: the flake rate from which
+// its tests are quarantined as their results are recorded (nil: off).
+type AutoQuarantineRepo interface {
+	// AutoQuarantineRate is the organization's project's rule; ErrNotFound for another
+	// organization's project.
+	AutoQuarantineRate(ctx context.Context, orgID, projectID string) (*float64, error)
+	SetAutoQuarantineRate(ctx context.Context, orgID, projectID string, rate *float64) error
 }

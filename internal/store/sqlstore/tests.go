@@ -418,3 +418,23 @@ func (r testRepo) SetQuarantine(ctx context.Context, orgID, testID string, q *do
 		quarantine_at = ? WHERE organization_id = ? AND id = ?`,
 		q.Reason, millis(q.Until), q.By, millis(q.CreatedAt), orgID, testID)
 }
+
+func (r testRepo) AutoQuarantineRate(ctx context.Context, orgID, projectID string) (*float64, error) {
+	var rate sql.NullFloat64
+	q := `SELECT auto_quarantine_rate FROM projects WHERE organization_id = ? AND id = ?`
+	if err := r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, projectID).Scan(&rate); err != nil {
+		return nil, r.s.mapErr(err)
+	}
+	if !rate.Valid {
+		return nil, nil
+	}
+	return &rate.Float64, nil
+}
+
+func (r testRepo) SetAutoQuarantineRate(ctx context.Context, orgID, projectID string, rate *float64) error {
+	var v any
+	if rate != nil {
+		v = *rate
+	}
+	return r.s.execOne(ctx, `UPDATE projects SET auto_quarantine_rate = ? WHERE organization_id = ? AND id = ?`, v, orgID, projectID)
+}

@@ -152,3 +152,37 @@ func TestOutcomeMessageBound(t *testing.T) {
 		t.Errorf("cut to %d bytes", len(got))
 	}
 }
+
+// FuzzWindow merges arbitrary results: the window stays sorted newest first, bounded, without
+// a run twice, and its rates stay within 0..1.
+func FuzzWindow(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 1, 0, 2}, "main", "c1")
+	f.Fuzz(func(t *testing.T, seq []byte, branch, commit string) {
+		var tt TrackedTest
+		statuses := []TestStatus{TestPassed, TestFailed, TestFlaky, TestSkipped}
+		for i, b := range seq {
+			p := TestPoint{TaskID: string(rune('a' + int(b)%40)), Status: statuses[int(b)%4], At: t0.Add(time.Duration(int(b)%40) * time.Minute)}
+			if i%2 == 0 {
+				p.Branch, p.Commit = branch, commit
+			}
+			tt.Merge(p)
+		}
+		if len(tt.Recent) > FlakeWindow {
+			t.Fatalf("window of %d", len(tt.Recent))
+		}
+		seen := map[string]bool{}
+		for i, p := range tt.Recent {
+			if seen[p.TaskID] {
+				t.Fatalf("run %s twice", p.TaskID)
+			}
+			seen[p.TaskID] = true
+			if i > 0 && p.At.After(tt.Recent[i-1].At) {
+				t.Fatalf("not newest first at %d", i)
+			}
+		}
+		r := Rates(tt.Recent)
+		if r.PassRate < 0 || r.PassRate > 1 || r.FlakeRate < 0 || r.FlakeRate > 1 {
+			t.Fatalf("rates %+v", r)
+		}
+	})
+}

@@ -386,16 +386,20 @@ func (r testRepo) SetQuarantine(ctx context.Context, orgID, testID string, q *do
 }
 
 // Flaking reads the organization's tests with a flake event in their window through the
-// partial index of them (tests_flaking: organization, last seen), newest seen first. Its
-// condition is written as the index's (the literal 0), which SQLite needs to use it.
+// partial index of them (tests_flaking, by organization), keeps those seen since, and sorts
+// them newest seen first in memory: the index leaves out last_seen_at, which every recording
+// changes (see the migration). Its condition is written as the index's (the literal 0), which
+// SQLite needs to use it.
 func (r testRepo) Flaking(ctx context.Context, orgID string, since time.Time, limit int) ([]domain.TrackedTest, error) {
 	if limit <= 0 {
 		return []domain.TrackedTest{}, nil
 	}
-	return list(ctx, r.s, scanTest, `SELECT `+testColumns+` FROM tests
-		WHERE organization_id = ? AND flake_rate > 0 AND last_seen_at >= ?
-		ORDER BY last_seen_at DESC, id DESC LIMIT ?`, orgID, millis(since), limit)
+	return list(ctx, r.s, scanTest, flakingQuery, orgID, millis(since), limit)
 }
+
+const flakingQuery = `SELECT ` + testColumns + ` FROM tests
+	WHERE organization_id = ? AND flake_rate > 0 AND last_seen_at >= ?
+	ORDER BY last_seen_at DESC, id DESC LIMIT ?`
 
 // readChunk is how many names one statement of the reads by a list of tests or runs takes:
 // the last chunk is filled up by repeating its last name, so that each read has one shape
@@ -421,8 +425,6 @@ func inChunks(n int, fn func(idx []int) error) error {
 // created_at): one range of the index a test, readChunk tests a statement.
 func (r testRepo) ResultsFrom(ctx context.Context, orgID string, from []store.TestFrom) ([]domain.TestOutcome, error) {
 	out := []domain.TestOutcome{}
-	cond := strings.TrimSuffix(strings.Repeat("(test_id = ? AND created_at >= ?) OR ", readChunk), " OR ")
-	q := `SELECT ` + outcomeColumns + ` FROM test_results WHERE organization_id = ? AND (` + cond + `)`
 	err := inChunks(len(from), func(idx []int) error {
 		args := make([]any, 0, 1+2*readChunk)
 		args = append(args, orgID)
@@ -430,28 +432,21 @@ func (r testRepo) ResultsFrom(ctx context.Context, orgID string, from []store.Te
 			args = append(args, from[i].TestID, millis(from[i].From))
 		}
 		// The filling repeats a condition of the same statement, which matches a row once.
-		rows, err := list(ctx, r.s, scanOutcome, q, args...)
+		rows, err := list(ctx, r.s, scanOutcome, resultsFromQuery, args...)
 		out = append(out, rows...)
 		return err
 	})
 	return out, err
 }
 
+var resultsFromQuery = `SELECT ` + outcomeColumns + ` FROM test_results WHERE organization_id = ? AND (` +
+	strings.TrimSuffix(strings.Repeat("(test_id = ? AND created_at >= ?) OR ", readChunk), " OR ") + `)`
+
 // FirstFailed reads the runs' failed results through test_results_by_run, with their tests,
 // and keeps each run's first by suite and name, compared bytewise on both databases (SQLite's
 // BINARY; PostgreSQL's "C" collation, not the database's).
 func (r testRepo) FirstFailed(ctx context.Context, orgID string, executionIDs []string) ([]domain.TestOutcome, error) {
-	collate := ""
-	if r.s.d.name == "postgres" {
-		collate = ` COLLATE "C"`
-	}
-	q := `SELECT ` + outcomeColumns + `, suite, name FROM (
-		SELECT r.test_id, r.execution_id, r.task_id, r.status, r.duration_ms, r.retries, r.signature, r.message,
-			r.branch, r.commit_sha, r.created_at, t.suite, t.name,
-			ROW_NUMBER() OVER (PARTITION BY r.execution_id ORDER BY t.suite` + collate + `, t.name` + collate + `, r.test_id) AS n
-		FROM test_results r JOIN tests t ON t.id = r.test_id
-		WHERE r.organization_id = ? AND r.status = ? AND r.execution_id IN (` + placeholders(readChunk) + `)) AS f
-		WHERE n = 1`
+	q := firstFailedQuery[r.s.d.name]
 	out := []domain.TestOutcome{}
 	err := inChunks(len(executionIDs), func(idx []int) error {
 		args := make([]any, 0, 2+readChunk)
@@ -464,6 +459,19 @@ func (r testRepo) FirstFailed(ctx context.Context, orgID string, executionIDs []
 		return err
 	})
 	return out, err
+}
+
+// firstFailedQuery is FirstFailed's statement, by dialect.
+var firstFailedQuery = map[string]string{"sqlite": firstFailedIn(""), "postgres": firstFailedIn(` COLLATE "C"`)}
+
+func firstFailedIn(collate string) string {
+	return `SELECT ` + outcomeColumns + `, suite, name FROM (
+		SELECT r.test_id, r.execution_id, r.task_id, r.status, r.duration_ms, r.retries, r.signature, r.message,
+			r.branch, r.commit_sha, r.created_at, t.suite, t.name,
+			ROW_NUMBER() OVER (PARTITION BY r.execution_id ORDER BY t.suite` + collate + `, t.name` + collate + `, r.test_id) AS n
+		FROM test_results r JOIN tests t ON t.id = r.test_id
+		WHERE r.organization_id = ? AND r.status = ? AND r.execution_id IN (` + placeholders(readChunk) + `)) AS f
+		WHERE n = 1`
 }
 
 // scanNamedOutcome scans outcomeColumns followed by the test's suite and name.
@@ -481,19 +489,15 @@ func scanNamedOutcome(sc scanner) (*domain.TestOutcome, error) {
 // FlakyInRuns reads the runs' results through test_results_by_run, with their tests by
 // primary key, and keeps the tests flaky by their window or FLAKY in one of the runs.
 func (r testRepo) FlakyInRuns(ctx context.Context, orgID string, executionIDs []string) ([]domain.TrackedTest, error) {
-	q := `SELECT ` + testColumns + ` FROM tests WHERE organization_id = ? AND id IN (
-		SELECT r.test_id FROM test_results r JOIN tests t ON t.id = r.test_id
-		WHERE r.organization_id = ? AND r.execution_id IN (` + placeholders(readChunk) + `)
-			AND (r.status = ? OR t.flaky = TRUE))`
 	out := []domain.TrackedTest{}
 	seen := map[string]bool{}
 	err := inChunks(len(executionIDs), func(idx []int) error {
-		args := make([]any, 0, 3+readChunk)
-		args = append(args, orgID, orgID)
+		args := make([]any, 0, 2+readChunk)
+		args = append(args, orgID)
 		for _, i := range idx {
 			args = append(args, executionIDs[i])
 		}
-		rows, err := list(ctx, r.s, scanTest, q, append(args, domain.TestFlaky)...)
+		rows, err := list(ctx, r.s, scanTest, flakyInRunsQuery, append(args, domain.TestFlaky)...)
 		for _, t := range rows {
 			if !seen[t.ID] { // a test of runs of two chunks
 				seen[t.ID] = true
@@ -504,3 +508,12 @@ func (r testRepo) FlakyInRuns(ctx context.Context, orgID string, executionIDs []
 	})
 	return out, err
 }
+
+// flakyInRunsQuery finds the tests from the runs' results, then reads them by primary key.
+// The organization is the results' (a result is of a test of its own organization): a
+// condition on the tests' organization would let the planners read all of the organization's
+// tests instead.
+var flakyInRunsQuery = `SELECT ` + testColumns + ` FROM tests WHERE id IN (
+	SELECT r.test_id FROM test_results r JOIN tests t ON t.id = r.test_id
+	WHERE r.organization_id = ? AND r.execution_id IN (` + placeholders(readChunk) + `)
+		AND (r.status = ? OR t.flaky = TRUE))`

@@ -31,6 +31,8 @@ type RunResults struct {
 // TestRepo stores tests' histories: a tracked test per identity (organization, scope, suite,
 // name) with the aggregates of its results, and every result.
 type TestRepo interface {
+	TestOverviewRepo // the overview's and the insights' reads (testsoverview.go)
+
 	// Record stores a finished run's outcomes, making the tests first seen, and updates each
 	// test's aggregates (domain.TrackedTest.Merge), in one transaction, and marks the run
 	// recorded. Recording a run again changes nothing.
@@ -55,27 +57,4 @@ type TestRepo interface {
 	// SetQuarantine sets (q non-nil) or lifts (nil) the organization's test's quarantine;
 	// ErrNotFound for another organization's test.
 	SetQuarantine(ctx context.Context, orgID, testID string, q *domain.Quarantine) error
-
-	// Flaking returns the organization's tests seen at or after since whose window holds a
-	// flake event (a flake rate above 0: domain.Rates), most recently seen first, at most
-	// limit: the run-health overview's flaky tests are among them.
-	Flaking(ctx context.Context, orgID string, since time.Time, limit int) ([]domain.TrackedTest, error)
-	// ResultsFrom returns the organization's results of each test of from at or after its
-	// time, in no particular order: from a test's window's oldest point on, the results its
-	// window was made from (with what the window does not keep: retries, messages).
-	ResultsFrom(ctx context.Context, orgID string, from []TestFrom) ([]domain.TestOutcome, error)
-	// FirstFailed returns, for each of the organization's runs named (by internal ID) with a
-	// failed result, its first failed test by suite then name (bytewise), with Suite and Name;
-	// in no particular order.
-	FirstFailed(ctx context.Context, orgID string, executionIDs []string) ([]domain.TestOutcome, error)
-	// FlakyInRuns returns the organization's tests with a result in the runs named (by
-	// internal ID) that are flaky by their window (domain.Rates) or passed only on a retry in
-	// one of those runs, each once, in no particular order.
-	FlakyInRuns(ctx context.Context, orgID string, executionIDs []string) ([]domain.TrackedTest, error)
-}
-
-// TestFrom names a test's results from a time on (TestRepo.ResultsFrom).
-type TestFrom struct {
-	TestID string
-	From   time.Time
 }

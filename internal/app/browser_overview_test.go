@@ -9,9 +9,10 @@ import (
 )
 
 // TestBrowserOverview opens the run-health overview in a real Chromium after a passing and a
-// failing run of the sample suites: the pass rate, the failed test among the recent failures
-// and the flaky tests (the fail suite fails tests the pass suite passes), the chart drawn as
-// SVG with its text alternative; another organization's failing run never shows.
+// failing run of the sample suites in one project: the pass rate, the first failed test (by
+// suite and name) among the recent failures and the flaky tests (the fail suite fails tests
+// the pass suite passes, a flake event in their histories), the chart drawn as SVG with its
+// text alternative; another organization's failing run never shows.
 func TestBrowserOverview(t *testing.T) {
 	h := runHarness(t, "sqlite")
 	c := newChrome(t, h)
@@ -32,8 +33,11 @@ func TestBrowserOverview(t *testing.T) {
 
 	other := h.signup("intruder@example.com", "Other Co")
 	h.queue(bearer(other.token), map[string]any{"image": failImage, "taskId": "other-fail"})
-	h.queue(admin, map[string]any{"image": passImage, "taskId": "overview-pass"})
-	h.queue(admin, map[string]any{"image": failImage, "taskId": "overview-fail"})
+	proj := h.do("POST", "/api/projects", admin, map[string]any{"name": "Checkout", "image": passImage})
+	expect(t, proj, 201, "")
+	project := proj.str("project", "id")
+	h.queue(admin, map[string]any{"projectId": project, "taskId": "overview-pass"})
+	h.queue(admin, map[string]any{"projectId": project, "image": failImage, "taskId": "overview-fail"})
 	for _, r := range []struct {
 		a    auth
 		task string
@@ -44,16 +48,31 @@ func TestBrowserOverview(t *testing.T) {
 	if failed.str("execution", "status") != "FAILED" {
 		t.Fatalf("the fail suite's run: %s", failed.raw)
 	}
-	var firstFailed string
+	// The first failed test by suite, then name.
+	var firstFailed, firstKey string
 	tests, _ := failed.get("execution", "tests").([]any)
 	for _, x := range tests {
 		if m, _ := x.(map[string]any); m["status"] == "failed" {
-			firstFailed, _ = m["name"].(string)
-			break
+			if k := m["suite"].(string) + "\x00" + m["name"].(string); firstFailed == "" || k < firstKey {
+				firstFailed, firstKey = m["name"].(string), k
+			}
 		}
 	}
 	if firstFailed == "" {
 		t.Fatalf("the failed run has no failed test: %s", failed.raw)
+	}
+	// The post-run chain records a run's results in its tests' histories just after its final
+	// write: wait for both runs' (health passes in both).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l := h.do("GET", "/api/tests?projectId="+project+"&q=health", admin, nil)
+		if ts, _ := l.get("data", "tests").([]any); len(ts) == 1 && ts[0].(map[string]any)["runs"] == 2.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runs' results are not recorded: %s", l.raw)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	// The navigation lists the overview first.
@@ -68,8 +87,8 @@ func TestBrowserOverview(t *testing.T) {
 		!strings.Contains(rate, "1 of 2") {
 		t.Fatalf("pass rate %q, want 50%% (1 of 2)", rate)
 	}
-	if row := c.text(`#health tbody tr:first-child th`); row != "No project" {
-		t.Fatalf("the project row is %q, want No project", row)
+	if row := c.text(`#health tbody tr:first-child th`); row != "Checkout" {
+		t.Fatalf("the project row is %q, want Checkout", row)
 	}
 	failures := c.text("#failures tbody")
 	if !strings.Contains(failures, "overview-fail") || !strings.Contains(failures, firstFailed) || strings.Contains(failures, "overview-pass") {
@@ -107,7 +126,7 @@ func TestBrowserOverview(t *testing.T) {
 	}
 	chart := eval[map[string]any](c, `(s => ({role: s.getAttribute('role'), title: s.querySelector('title').textContent,
   bars: s.querySelectorAll('rect.chart-bar').length, dots: s.querySelectorAll('circle.chart-dot').length}))(document.querySelector('svg.chart-svg'))`)
-	if chart["role"] != "img" || !strings.Contains(chart["title"].(string), "No project") || chart["bars"] == float64(0) || chart["bars"] != chart["dots"] {
+	if chart["role"] != "img" || !strings.Contains(chart["title"].(string), "Checkout") || chart["bars"] == float64(0) || chart["bars"] != chart["dots"] {
 		t.Fatalf("chart: %+v", chart)
 	}
 	// The chart's figures are in a table too, behind a disclosure (one day, unless the two runs

@@ -256,7 +256,13 @@ func TestRunEndToEnd(t *testing.T) {
 			if l.get("data", "total") != 2.0 || len(l.get("data", "executions").([]any)) != 1 {
 				t.Fatalf("filtered list: %s", l.raw)
 			}
+			// The insights' flaky tests are read from the tests' histories, which record a run
+			// just after its final write.
 			m := h.do("GET", "/api/metrics/"+flakyImage, key, nil)
+			for deadline := time.Now().Add(10 * time.Second); len(m.get("data", "flakyTests").([]any)) == 0 && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				m = h.do("GET", "/api/metrics/"+flakyImage, key, nil)
+			}
 			if m.get("data", "sampleSize") != 1.0 || len(m.get("data", "flakyTests").([]any)) != 1 {
 				t.Fatalf("metrics: %s", m.raw)
 			}

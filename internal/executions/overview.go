@@ -34,6 +34,8 @@ type Overview struct {
 	Projects       []ProjectHealth
 	Flaky          []FlakyTest
 	RecentFailures []RecentFailure
+
+	windows [][]domain.TestPoint // of each of Flaky: its window within the overview's, newest first
 }
 
 // ProjectHealth is one project's figures over the window. A run passed when it ended PASSED or
@@ -66,30 +68,44 @@ func (d DayHealth) PassRate() float64 {
 	return float64(d.Passed) / float64(d.Runs)
 }
 
-// FlakyTest is a test of a project that both passed and failed in the window's runs, or was
-// reported flaky (passed on a retry), or was retried.
+// FlakyTest is a test of a project (or of an image's runs without one) whose newest results
+// within the window (its window: at most domain.FlakeWindow of them) hold a flake event
+// (domain.Rates): a pass only on a retry, or a pass and a failure in a row on one branch with
+// no change of commit. Its counts are of those results.
 type FlakyTest struct {
 	ProjectID, Project string
 	Suite, Name        string
-	Passed, Failed     int // runs in which it passed, failed
-	Flaky              int // runs in which it passed only on a retry
-	Retried            int // runs in which it was retried (whatever its outcome)
-	// LastTaskID is the newest run in which it failed, was flaky or was retried.
+	Passed, Failed     int // results that passed (on the first attempt), failed
+	Flaky              int // results that passed only on a retry
+	Retried            int // results that were retried (whatever their outcome)
+	// LastTaskID is the newest run in which it failed or passed only on a retry; LastSeen is
+	// when that run ended.
 	LastTaskID string
 	LastSeen   time.Time
+
+	testID string
 }
 
-// RecentFailure is a FAILED or ERROR run with its first failed test (none for a run that
-// failed before any test reported, e.g. a non-zero exit or an ERROR).
+// RecentFailure is a FAILED or ERROR run with its first failed test by suite and name (none for
+// a run that failed before any test reported, e.g. a non-zero exit or an ERROR).
 type RecentFailure struct {
 	TaskID, ProjectID, Project string
 	Status                     domain.ExecStatus
 	QueuedAt                   time.Time
 	Suite, Test, Message       string
+
+	executionID string
 }
 
+// overviewTests bounds the tests with a flake event the overview reads (the most recently
+// seen): its flaky tests are the overviewFlaky with the most failures among them.
+const overviewTests = 1000
+
 // Overview is the run health of the caller's organization over the last OverviewDays days.
-// Every member may read it.
+// Every member may read it. It reads the runs (ExecutionRepo.Outcomes) and the projects, the
+// tests with a flake event (TestRepo.Flaking), then what the results add: the recent
+// failures' first failed tests (TestRepo.FirstFailed) and the flaky tests' retries
+// (TestRepo.ResultsFrom); never a run's stored tests.
 func (s *Service) Overview(ctx context.Context, p *identity.Principal) (*Overview, error) {
 	now := s.clock()
 	since := OverviewSince(now)
@@ -101,12 +117,25 @@ func (s *Service) Overview(ctx context.Context, p *identity.Principal) (*Overvie
 	if err != nil {
 		return nil, err
 	}
+	tests, err := s.store.Tests().Flaking(ctx, p.OrgID, since, overviewTests)
+	if err != nil {
+		return nil, err
+	}
 	capped := len(runs) > OverviewMaxRuns
 	if capped {
 		runs = runs[:OverviewMaxRuns]
 	}
-	o := BuildOverview(runs, projects, since, OverviewDays)
+	o := BuildOverview(runs, tests, projects, since, OverviewDays)
 	o.Capped = capped
+	first, err := s.store.Tests().FirstFailed(ctx, p.OrgID, o.FailedRuns())
+	if err != nil {
+		return nil, err
+	}
+	results, err := s.store.Tests().ResultsFrom(ctx, p.OrgID, o.FlakyWindows())
+	if err != nil {
+		return nil, err
+	}
+	o.AddResults(first, results)
 	return o, nil
 }
 
@@ -120,14 +149,14 @@ func OverviewSince(now time.Time) time.Time {
 // passed reports whether a run's verdict counts as passed in the overview.
 func passed(s domain.ExecStatus) bool { return s == domain.ExecPassed || s == domain.ExecUnstable }
 
-// testKey names a test within a project.
-type testKey struct{ project, suite, name string }
-
 // BuildOverview computes the overview from the window's finished runs, newest first (as
-// ExecutionRepo.Outcomes lists them), and the organization's projects, for days UTC days from
-// since. Runs queued outside the window and runs not in a final verdict (PASSED, FAILED,
-// UNSTABLE, ERROR) are ignored. It does no I/O.
-func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since time.Time, days int) *Overview {
+// ExecutionRepo.Outcomes lists them), the organization's tests with a flake event in their
+// window (as TestRepo.Flaking lists them: most recently seen first) and its projects, for days
+// UTC days from since. Runs queued outside the window and runs not in a final verdict (PASSED,
+// FAILED, UNSTABLE, ERROR) are ignored; of a test's window, only the results that ended within
+// the overview's count. It does no I/O: the recent failures' first failed tests and the flaky
+// tests' Retried counts are what the results add (AddResults).
+func BuildOverview(runs []store.RunOutcome, tests []domain.TrackedTest, projects []domain.Project, since time.Time, days int) *Overview {
 	b := newOverviewBuilder(projects, since, days)
 	for i := range runs {
 		r := &runs[i]
@@ -137,10 +166,9 @@ func BuildOverview(runs []store.RunOutcome, projects []domain.Project, since tim
 		b.o.Runs++
 		b.countRun(r)
 		b.noteFailure(r)
-		b.tallyTests(i, r)
 	}
 	b.projectFigures()
-	b.flakyTests()
+	b.flakyTests(tests)
 	return b.o
 }
 
@@ -152,15 +180,12 @@ type overviewBuilder struct {
 	names        map[string]string // project names by ID
 	byProject    map[string]*ProjectHealth
 	durations    map[string][]int64 // start-to-finish milliseconds, by project
-	flaky        map[testKey]*testTally
-	order        []testKey // the tests in the order first seen (newest run first)
 }
 
 func newOverviewBuilder(projects []domain.Project, since time.Time, days int) *overviewBuilder {
 	since = since.UTC()
 	b := &overviewBuilder{since: since, until: since.AddDate(0, 0, days), days: days,
-		names: make(map[string]string, len(projects)), byProject: map[string]*ProjectHealth{},
-		durations: map[string][]int64{}, flaky: map[testKey]*testTally{},
+		names: make(map[string]string, len(projects)), byProject: map[string]*ProjectHealth{}, durations: map[string][]int64{},
 		o: &Overview{Since: since, Days: days, Projects: []ProjectHealth{}, Flaky: []FlakyTest{}, RecentFailures: []RecentFailure{}}}
 	for _, p := range projects {
 		b.names[p.ID] = p.Name
@@ -212,51 +237,121 @@ func (b *overviewBuilder) countRun(r *store.RunOutcome) {
 }
 
 // noteFailure keeps r among the recent failures (the newest overviewFailures FAILED or ERROR
-// runs), with its first failed test.
+// runs), with the run's error as its message until AddResults finds its first failed test.
 func (b *overviewBuilder) noteFailure(r *store.RunOutcome) {
 	if (r.Status != domain.ExecFailed && r.Status != domain.ExecError) || len(b.o.RecentFailures) >= overviewFailures {
 		return
 	}
-	f := RecentFailure{TaskID: r.TaskID, ProjectID: r.ProjectID, Project: b.nameOf(r.ProjectID), Status: r.Status,
-		QueuedAt: r.QueuedAt, Message: r.Error}
-	for _, t := range r.Tests {
-		if t.Status == domain.TestFailed {
-			f.Suite, f.Test, f.Message = t.Suite, t.Name, t.Error
-			break
-		}
-	}
-	b.o.RecentFailures = append(b.o.RecentFailures, f)
+	b.o.RecentFailures = append(b.o.RecentFailures, RecentFailure{TaskID: r.TaskID, ProjectID: r.ProjectID,
+		Project: b.nameOf(r.ProjectID), Status: r.Status, QueuedAt: r.QueuedAt, Message: r.Error, executionID: r.ID})
 }
 
-// tallyTests counts the outcomes of r's tests (r is the i-th run) toward the flaky tests.
-func (b *overviewBuilder) tallyTests(i int, r *store.RunOutcome) {
-	for _, t := range r.Tests {
-		if t.Status == domain.TestSkipped && t.Retries == 0 {
+// flakyTests keeps the tests whose window within the overview's holds a flake event: the most
+// failures (failed or passed only on a retry) first, then the newest, at most overviewFlaky;
+// with each one's window, whose results AddResults reads.
+func (b *overviewBuilder) flakyTests(tests []domain.TrackedTest) {
+	var windows [][]domain.TestPoint
+	for i := range tests {
+		t := &tests[i]
+		w := b.within(t.Recent)
+		if len(w) == 0 || domain.Rates(w).FlakeEvents == 0 {
 			continue
 		}
-		k := testKey{r.ProjectID, t.Suite, t.Name}
-		tt := b.flaky[k]
-		if tt == nil {
-			tt = &testTally{FlakyTest: FlakyTest{ProjectID: r.ProjectID, Project: b.nameOf(r.ProjectID), Suite: t.Suite, Name: t.Name},
-				last: [4]int{-1, -1, -1, -1}}
-			b.flaky[k] = tt
-			b.order = append(b.order, k)
+		ft := FlakyTest{ProjectID: t.ProjectID, Project: b.nameOf(t.ProjectID), Suite: t.Suite, Name: t.Name, testID: t.ID}
+		for _, p := range w { // newest first: the first bad result is the newest
+			switch p.Status {
+			case domain.TestPassed:
+				ft.Passed++
+			case domain.TestFailed:
+				ft.Failed++
+			case domain.TestFlaky:
+				ft.Flaky++
+			}
+			if ft.LastTaskID == "" && (p.Status == domain.TestFailed || p.Status == domain.TestFlaky) {
+				ft.LastTaskID, ft.LastSeen = p.TaskID, p.At
+			}
 		}
-		ft := &tt.FlakyTest
-		switch t.Status {
-		case domain.TestPassed:
-			tt.count(0, i, &ft.Passed)
-		case domain.TestFailed:
-			tt.count(1, i, &ft.Failed)
-		case domain.TestFlaky:
-			tt.count(2, i, &ft.Flaky)
+		b.o.Flaky = append(b.o.Flaky, ft)
+		windows = append(windows, w)
+	}
+	order := make([]int, len(b.o.Flaky))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		x, y := &b.o.Flaky[i], &b.o.Flaky[j]
+		return cmp.Or(cmp.Compare(y.Failed+y.Flaky, x.Failed+x.Flaky), y.LastSeen.Compare(x.LastSeen))
+	})
+	order = order[:min(len(order), overviewFlaky)]
+	kept := make([]FlakyTest, len(order))
+	b.o.windows = make([][]domain.TestPoint, len(order))
+	for k, i := range order {
+		kept[k], b.o.windows[k] = b.o.Flaky[i], windows[i]
+	}
+	b.o.Flaky = kept
+}
+
+// within is the part of a window (newest first) that ended within the overview's.
+func (b *overviewBuilder) within(recent []domain.TestPoint) []domain.TestPoint {
+	var w []domain.TestPoint
+	for _, p := range recent {
+		if !p.At.Before(b.since) && p.At.Before(b.until) {
+			w = append(w, p)
 		}
-		if t.Retries > 0 {
-			tt.count(3, i, &ft.Retried)
+	}
+	return w
+}
+
+// FailedRuns are the internal IDs of the recent failures' runs, whose first failed tests
+// AddResults takes (TestRepo.FirstFailed).
+func (o *Overview) FailedRuns() []string {
+	ids := make([]string, 0, len(o.RecentFailures))
+	for _, f := range o.RecentFailures {
+		if f.executionID != "" {
+			ids = append(ids, f.executionID)
 		}
-		// Runs come newest first: the first bad sighting is the newest.
-		if ft.LastTaskID == "" && (t.Status == domain.TestFailed || t.Status == domain.TestFlaky || t.Retries > 0) {
-			ft.LastTaskID, ft.LastSeen = r.TaskID, r.QueuedAt
+	}
+	return ids
+}
+
+// FlakyWindows name the flaky tests' windows within the overview's, whose results AddResults
+// takes (TestRepo.ResultsFrom): each test's results from its window's oldest point on.
+func (o *Overview) FlakyWindows() []store.TestFrom {
+	from := make([]store.TestFrom, 0, len(o.windows))
+	for i, w := range o.windows {
+		from = append(from, store.TestFrom{TestID: o.Flaky[i].testID, From: w[len(w)-1].At})
+	}
+	return from
+}
+
+// AddResults completes the overview with what the results add: each recent failure's first
+// failed test and its message (first: TestRepo.FirstFailed of FailedRuns), and each flaky
+// test's Retried count, of the results of its window (results: TestRepo.ResultsFrom of
+// FlakyWindows; a result that passed only on a retry was retried).
+func (o *Overview) AddResults(first, results []domain.TestOutcome) {
+	byRun := make(map[string]*domain.TestOutcome, len(first))
+	for i := range first {
+		byRun[first[i].ExecutionID] = &first[i]
+	}
+	for i := range o.RecentFailures {
+		f := &o.RecentFailures[i]
+		if t := byRun[f.executionID]; t != nil && f.executionID != "" {
+			f.Suite, f.Test, f.Message = t.Suite, t.Name, t.Message
+		}
+	}
+	retried := map[[2]string]bool{} // test and run
+	for _, r := range results {
+		if r.Retries > 0 || r.Status == domain.TestFlaky {
+			retried[[2]string{r.TestID, r.TaskID}] = true
+		}
+	}
+	for i, w := range o.windows {
+		ft := &o.Flaky[i]
+		ft.Retried = 0
+		for _, p := range w {
+			if retried[[2]string{ft.testID, p.TaskID}] {
+				ft.Retried++
+			}
 		}
 	}
 }
@@ -281,37 +376,6 @@ func (b *overviewBuilder) projectFigures() {
 		}
 		return cmp.Or(cmp.Compare(x.Name, y.Name), cmp.Compare(x.ProjectID, y.ProjectID))
 	})
-}
-
-// flakyTests keeps the tests that passed in one run and failed in another, or were flaky or
-// retried: the most failures first, then the newest, at most overviewFlaky.
-func (b *overviewBuilder) flakyTests() {
-	for _, k := range b.order {
-		ft := &b.flaky[k].FlakyTest
-		if (ft.Passed > 0 && ft.Failed > 0) || ft.Flaky > 0 || ft.Retried > 0 {
-			b.o.Flaky = append(b.o.Flaky, *ft)
-		}
-	}
-	slices.SortStableFunc(b.o.Flaky, func(x, y FlakyTest) int {
-		return cmp.Or(cmp.Compare(y.Failed+y.Flaky, x.Failed+x.Flaky), y.LastSeen.Compare(x.LastSeen))
-	})
-	if len(b.o.Flaky) > overviewFlaky {
-		b.o.Flaky = b.o.Flaky[:overviewFlaky]
-	}
-}
-
-// testTally counts a test's runs by outcome: a test listed twice in one run (the same name
-// and suite) counts once per outcome.
-type testTally struct {
-	FlakyTest
-	last [4]int // the index of the last run counted in Passed, Failed, Flaky, Retried
-}
-
-func (tt *testTally) count(which, run int, n *int) {
-	if tt.last[which] != run {
-		tt.last[which] = run
-		*n++
-	}
 }
 
 // dayIndex is the day of the window t falls in (t within it).

@@ -1,6 +1,8 @@
 package executions
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,37 +38,77 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// outcome is a finished run of project queued at, lasting ms, with tests.
-func outcome(task, project string, status domain.ExecStatus, at time.Time, ms int64, tests ...domain.TestResult) store.RunOutcome {
+// outcome is a finished run of project queued at, lasting ms.
+func outcome(task, project string, status domain.ExecStatus, at time.Time, ms int64) store.RunOutcome {
 	start := at.Add(time.Second)
 	end := start.Add(time.Duration(ms) * time.Millisecond)
-	return store.RunOutcome{TaskID: task, ProjectID: project, Status: status, QueuedAt: at, StartedAt: &start,
-		FinishedAt: &end, Tests: tests}
+	return store.RunOutcome{ID: "id-" + task, TaskID: task, ProjectID: project, Status: status, QueuedAt: at, StartedAt: &start,
+		FinishedAt: &end}
 }
 
-func test(suite, name string, s domain.TestStatus) domain.TestResult {
-	return domain.TestResult{Suite: suite, Name: name, Status: s}
+// tracked is a test of project whose window holds points (on branch main unless they name
+// one), newest first as the store keeps it.
+func tracked(id, project, suite, name string, points ...domain.TestPoint) domain.TrackedTest {
+	t := domain.TrackedTest{ID: id, ProjectID: project, Scope: domain.TestScope(project, "suite:1"), Suite: suite, Name: name}
+	for _, p := range points {
+		if p.Branch == "" {
+			p.Branch = "main"
+		}
+		t.Merge(p)
+	}
+	return t
+}
+
+func point(task string, s domain.TestStatus, at time.Time) domain.TestPoint {
+	return domain.TestPoint{TaskID: task, Status: s, At: at}
 }
 
 func TestBuildOverview(t *testing.T) {
 	since := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	day := func(d int, h int) time.Time { return since.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour) }
 	projects := []domain.Project{{ID: "shop", Name: "Shop"}, {ID: "api", Name: "API"}}
-	failing := domain.TestResult{Suite: "cart", Name: "pays", Status: domain.TestFailed, Error: "expected 200, got 500"}
 	// Newest first, as the store lists them.
 	runs := []store.RunOutcome{
-		outcome("r9", "shop", domain.ExecFailed, day(29, 10), 9000, test("cart", "adds", domain.TestPassed), failing),
-		outcome("r8", "shop", domain.ExecCancelled, day(29, 9), 1, failing), // not counted
-		outcome("r7", "shop", domain.ExecPassed, day(28, 9), 1000, test("cart", "pays", domain.TestPassed), test("cart", "pays", domain.TestPassed)),
+		outcome("r9", "shop", domain.ExecFailed, day(29, 10), 9000),
+		outcome("r8", "shop", domain.ExecCancelled, day(29, 9), 1), // not counted
+		outcome("r7", "shop", domain.ExecPassed, day(28, 9), 1000),
 		outcome("r6", "", domain.ExecError, day(20, 1), 50), // no project, no tests
-		outcome("r5", "shop", domain.ExecUnstable, day(20, 0), 2000, domain.TestResult{Suite: "cart", Name: "adds", Status: domain.TestFlaky, Retries: 1}),
+		outcome("r5", "shop", domain.ExecUnstable, day(20, 0), 2000),
 		outcome("r4", "gone", domain.ExecPassed, day(3, 5), 100), // a deleted project
-		outcome("r3", "api", domain.ExecPassed, day(0, 0), 300, test("", "skips", domain.TestSkipped)),
-		outcome("r2", "api", domain.ExecFailed, day(0, 0), 400, domain.TestResult{Name: "retried", Status: domain.TestFailed, Retries: 2}),
-		outcome("r1", "shop", domain.ExecPassed, day(-1, 23), 1, failing), // before the window
-		outcome("r0", "shop", domain.ExecPassed, day(30, 0), 1, failing),  // after it
+		outcome("r3", "api", domain.ExecPassed, day(0, 0), 300),
+		outcome("r2", "api", domain.ExecFailed, day(0, 0), 400),
+		outcome("r1", "shop", domain.ExecPassed, day(-1, 23), 1), // before the window
+		outcome("r0", "shop", domain.ExecPassed, day(30, 0), 1),  // after it
 	}
-	o := BuildOverview(runs, projects, since, 30)
+	runs[3].Error = "the container could not start"
+	runs[7].Error = "exit status 1"
+	end := func(i int) time.Time { return *runs[i].FinishedAt }
+	// Tests with a flake event in their window, most recently seen first (as the store lists
+	// them); the results were recorded as each run ended.
+	tests := []domain.TrackedTest{
+		// pays passed in r7 and failed in r9: one flake event. Its flip before the window
+		// (r1 failed after a pass on day -2) does not count.
+		tracked("t-pays", "shop", "cart", "pays", point("r-old", domain.TestPassed, day(-2, 0)),
+			point("r1", domain.TestFailed, end(8)), point("r7", domain.TestPassed, end(2)), point("r9", domain.TestFailed, end(0)),
+			point("r0", domain.TestPassed, end(9))), // ended after the window: left out
+		// adds passed on a retry in r5.
+		tracked("t-adds", "shop", "cart", "adds", point("r5", domain.TestFlaky, end(4)), point("r9", domain.TestPassed, end(0))),
+		// Failures beside passes that are no flake event: a fix on another commit, and a
+		// failure on another branch.
+		tracked("t-fixed", "shop", "cart", "fixed",
+			domain.TestPoint{TaskID: "r5", Status: domain.TestFailed, Commit: "a1", At: end(4)},
+			domain.TestPoint{TaskID: "r7", Status: domain.TestPassed, Commit: "b2", At: end(2)}),
+		tracked("t-branch", "shop", "cart", "branch",
+			domain.TestPoint{TaskID: "r5", Status: domain.TestFailed, Branch: "feature", At: end(4)},
+			domain.TestPoint{TaskID: "r7", Status: domain.TestPassed, At: end(2)}),
+		// Flips only before the window.
+		tracked("t-old", "shop", "cart", "old", point("r-old", domain.TestPassed, day(-3, 0)),
+			point("r1", domain.TestFailed, end(8)), point("r7", domain.TestPassed, end(2))),
+		// A test of an image's runs without a project: passed on a retry in r3, failed in r2
+		// (which ended last).
+		tracked("t-login", "", "", "login", point("r2", domain.TestFailed, end(7)), point("r3", domain.TestFlaky, end(6))),
+	}
+	o := BuildOverview(runs, tests, projects, since, 30)
 	if o.Runs != 7 || o.Days != 30 || !o.Since.Equal(since) {
 		t.Fatalf("runs %d days %d since %v", o.Runs, o.Days, o.Since)
 	}
@@ -104,23 +146,42 @@ func TestBuildOverview(t *testing.T) {
 		t.Fatalf("no project: %+v", nop)
 	}
 
-	// Flaky: cart › pays passed in r7 (listed twice there: one run) and failed in r9; cart › adds passed in r9 and was flaky
-	// in r5; retried failed only but was retried. Skipped tests are no sign.
-	want := map[string]FlakyTest{
-		"cart/pays": {ProjectID: "shop", Project: "Shop", Suite: "cart", Name: "pays", Passed: 1, Failed: 1, LastTaskID: "r9", LastSeen: day(29, 10)},
-		"cart/adds": {ProjectID: "shop", Project: "Shop", Suite: "cart", Name: "adds", Passed: 1, Flaky: 1, Retried: 1, LastTaskID: "r5", LastSeen: day(20, 0)},
-		"/retried":  {ProjectID: "api", Project: "API", Name: "retried", Failed: 1, Retried: 1, LastTaskID: "r2", LastSeen: day(0, 0)},
+	// What the overview asks of the results: the recent failures' runs, and the flaky tests'
+	// windows within its own (from their oldest point in it). login has the most failures,
+	// then pays and adds with one each, the newest first.
+	if got, want := o.FailedRuns(), []string{"id-r9", "id-r6", "id-r2"}; !slices.Equal(got, want) {
+		t.Fatalf("failed runs %v, want %v", got, want)
 	}
-	if len(o.Flaky) != len(want) {
-		t.Fatalf("flaky: %+v", o.Flaky)
+	wantFrom := []store.TestFrom{{TestID: "t-login", From: end(6)}, {TestID: "t-pays", From: end(2)}, {TestID: "t-adds", From: end(4)}}
+	if got := o.FlakyWindows(); !slices.Equal(got, wantFrom) {
+		t.Fatalf("flaky windows %v, want %v", got, wantFrom)
 	}
-	for _, f := range o.Flaky {
-		if w, ok := want[f.Suite+"/"+f.Name]; !ok || w != f {
-			t.Errorf("flaky %+v, want %+v", f, w)
-		}
+	o.AddResults(
+		[]domain.TestOutcome{
+			{ExecutionID: "id-r9", Suite: "cart", Name: "pays", Status: domain.TestFailed, Message: "expected 200, got 500"},
+			{ExecutionID: "id-r2", Suite: "", Name: "login", Status: domain.TestFailed, Message: "timeout"},
+			{ExecutionID: "id-r7", Suite: "cart", Name: "other", Status: domain.TestFailed}, // not a recent failure
+		},
+		[]domain.TestOutcome{
+			{TestID: "t-pays", TaskID: "r9", Status: domain.TestFailed, Retries: 1},
+			{TestID: "t-pays", TaskID: "r7", Status: domain.TestPassed},
+			{TestID: "t-pays", TaskID: "r1", Status: domain.TestFailed, Retries: 2}, // before the window
+			{TestID: "t-adds", TaskID: "r5", Status: domain.TestFlaky, Retries: 1},
+			{TestID: "t-adds", TaskID: "r9", Status: domain.TestPassed},
+			{TestID: "t-login", TaskID: "r2", Status: domain.TestFailed, Retries: 2},
+			{TestID: "t-login", TaskID: "r3", Status: domain.TestFlaky},              // a pass on a retry was retried
+			{TestID: "t-fixed", TaskID: "r5", Status: domain.TestFailed, Retries: 1}, // not a flaky test
+		})
+
+	want := []FlakyTest{
+		{Name: "login", Failed: 1, Flaky: 1, Retried: 2, LastTaskID: "r2", LastSeen: end(7), testID: "t-login"},
+		{ProjectID: "shop", Project: "Shop", Suite: "cart", Name: "pays", Passed: 1, Failed: 1, Retried: 1, LastTaskID: "r9",
+			LastSeen: end(0), testID: "t-pays"},
+		{ProjectID: "shop", Project: "Shop", Suite: "cart", Name: "adds", Passed: 1, Flaky: 1, Retried: 1, LastTaskID: "r5",
+			LastSeen: end(4), testID: "t-adds"},
 	}
-	if o.Flaky[0].Name != "pays" {
-		t.Errorf("flaky order: %+v", o.Flaky)
+	if !slices.Equal(o.Flaky, want) {
+		t.Errorf("flaky:\n got %+v\nwant %+v", o.Flaky, want)
 	}
 
 	// Recent failures: FAILED and ERROR, newest first, with their first failed test.
@@ -130,10 +191,11 @@ func TestBuildOverview(t *testing.T) {
 	if f := o.RecentFailures[0]; f.TaskID != "r9" || f.Test != "pays" || f.Suite != "cart" || f.Message != "expected 200, got 500" || f.Project != "Shop" {
 		t.Errorf("failure 0: %+v", f)
 	}
-	if f := o.RecentFailures[1]; f.TaskID != "r6" || f.Test != "" || f.Status != domain.ExecError || f.Project != "" {
+	if f := o.RecentFailures[1]; f.TaskID != "r6" || f.Test != "" || f.Status != domain.ExecError || f.Project != "" ||
+		f.Message != "the container could not start" {
 		t.Errorf("failure 1: %+v", f)
 	}
-	if f := o.RecentFailures[2]; f.TaskID != "r2" || f.Test != "retried" {
+	if f := o.RecentFailures[2]; f.TaskID != "r2" || f.Test != "login" || f.Message != "timeout" || f.Project != "API" {
 		t.Errorf("failure 2: %+v", f)
 	}
 }
@@ -143,7 +205,8 @@ func TestBuildOverviewFailureWithoutTests(t *testing.T) {
 	since := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	r := outcome("r1", "", domain.ExecError, since, 10)
 	r.Error = "the container could not start"
-	o := BuildOverview([]store.RunOutcome{r}, nil, since, 30)
+	o := BuildOverview([]store.RunOutcome{r}, nil, nil, since, 30)
+	o.AddResults(nil, nil)
 	if len(o.RecentFailures) != 1 || o.RecentFailures[0].Message != "the container could not start" {
 		t.Fatalf("%+v", o.RecentFailures)
 	}
@@ -151,16 +214,44 @@ func TestBuildOverviewFailureWithoutTests(t *testing.T) {
 
 func TestBuildOverviewBounds(t *testing.T) {
 	since := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	if o := BuildOverview(nil, nil, since, 30); o.Runs != 0 || len(o.Projects) != 0 || o.Flaky == nil || o.RecentFailures == nil {
+	if o := BuildOverview(nil, nil, nil, since, 30); o.Runs != 0 || len(o.Projects) != 0 || o.Flaky == nil || o.RecentFailures == nil ||
+		len(o.FailedRuns()) != 0 || len(o.FlakyWindows()) != 0 {
 		t.Fatalf("empty: %+v", o)
 	}
 	var runs []store.RunOutcome
+	var tests []domain.TrackedTest
 	for i := range 40 {
-		runs = append(runs, outcome("r", "p", domain.ExecFailed, since.Add(time.Duration(40-i)*time.Hour), 1,
-			test("s", string(rune('a'+i)), domain.TestFailed), test("s", string(rune('a'+i)), domain.TestPassed)))
+		at := since.Add(time.Duration(40-i) * time.Hour)
+		runs = append(runs, outcome(fmt.Sprint("r", i), "p", domain.ExecFailed, at, 1))
+		// Test i flips i%5+1 times: the most failures first, then the newest.
+		var points []domain.TestPoint
+		for k := range 2 * (i%5 + 1) {
+			s := domain.TestPassed
+			if k%2 == 1 {
+				s = domain.TestFailed
+			}
+			points = append(points, point(fmt.Sprint("r", i, "-", k), s, at.Add(time.Duration(k)*time.Minute)))
+		}
+		tests = append(tests, tracked(fmt.Sprint("t", i), "p", "s", fmt.Sprint("test ", i), points...))
 	}
-	o := BuildOverview(runs, nil, since, 30)
-	if len(o.RecentFailures) != overviewFailures || len(o.Flaky) != overviewFlaky {
+	o := BuildOverview(runs, tests, nil, since, 30)
+	if len(o.RecentFailures) != overviewFailures || len(o.Flaky) != overviewFlaky || len(o.FlakyWindows()) != overviewFlaky ||
+		len(o.FailedRuns()) != overviewFailures {
 		t.Fatalf("failures %d flaky %d", len(o.RecentFailures), len(o.Flaky))
+	}
+	// Five failures each: tests 4, 9, … 39 (8 of them), newest (lowest i) first; then four each.
+	if f := o.Flaky[0]; f.Name != "test 4" || f.Failed != 5 || f.Passed != 5 {
+		t.Errorf("first flaky: %+v", f)
+	}
+	if f := o.Flaky[7]; f.Name != "test 39" || f.Failed != 5 {
+		t.Errorf("eighth flaky: %+v", f)
+	}
+	if f := o.Flaky[8]; f.Name != "test 3" || f.Failed != 4 {
+		t.Errorf("ninth flaky: %+v", f)
+	}
+	for i, f := range o.FlakyWindows() {
+		if f.TestID != o.Flaky[i].testID {
+			t.Fatalf("window %d is of %s, flaky test of %s", i, f.TestID, o.Flaky[i].testID)
+		}
 	}
 }

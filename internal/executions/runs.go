@@ -168,15 +168,19 @@ type Insights struct {
 	LastRunDurationMs int64
 	PassRate          float64 // percent of finished runs that passed (UNSTABLE counts as passed)
 	IsRegression      bool    // the last run failed after a passing one, or took over 1.5× the average
-	FlakyTests        []string
+	// FlakyTests are the tests of those runs that passed only on a retry in one of them, or
+	// are flaky by their window (domain.Rates), as "suite › name", sorted.
+	FlakyTests []string
 }
 
 // metricsSample is how many recent runs the insights look at.
 const metricsSample = 20
 
-// Insights computes them over the organization's last finished runs of an image.
+// Insights computes them over the organization's last finished runs of an image
+// (ExecutionRepo.ImageOutcomes) and those runs' results in their tests' histories
+// (TestRepo.FlakyInRuns), never the runs' stored tests.
 func (s *Service) Insights(ctx context.Context, p *identity.Principal, image string) (*Insights, error) {
-	runs, err := s.store.Executions().ListFinishedForImage(ctx, p.OrgID, image, metricsSample)
+	runs, err := s.store.Executions().ImageOutcomes(ctx, p.OrgID, image, metricsSample)
 	if err != nil {
 		return nil, err
 	}
@@ -184,28 +188,33 @@ func (s *Service) Insights(ctx context.Context, p *identity.Principal, image str
 	if len(runs) == 0 {
 		return m, nil
 	}
+	now := s.clock()
 	var total int64
 	passed := 0
-	flaky := map[string]bool{}
+	ids := make([]string, len(runs))
 	for i := range runs {
-		total += runs[i].DurationMs(s.clock())
+		ids[i] = runs[i].ID
+		total += runs[i].DurationMs(now)
 		if runs[i].Status == domain.ExecPassed || runs[i].Status == domain.ExecUnstable {
 			passed++
 		}
-		for _, t := range runs[i].Tests {
-			if t.Status == domain.TestFlaky {
-				flaky[strings.TrimPrefix(t.Suite+" › "+t.Name, " › ")] = true
-			}
-		}
 	}
 	m.AverageDurationMs = total / int64(len(runs))
-	m.LastRunDurationMs = runs[0].DurationMs(s.clock())
+	m.LastRunDurationMs = runs[0].DurationMs(now)
 	m.PassRate = float64(passed*1000/len(runs)) / 10
 	lastFailed := runs[0].Status == domain.ExecFailed || runs[0].Status == domain.ExecError
 	prevPassed := len(runs) > 1 && (runs[1].Status == domain.ExecPassed || runs[1].Status == domain.ExecUnstable)
 	m.IsRegression = (lastFailed && prevPassed) || (len(runs) > 2 && m.LastRunDurationMs*2 > m.AverageDurationMs*3)
-	for name := range flaky {
-		m.FlakyTests = append(m.FlakyTests, name)
+	tests, err := s.store.Tests().FlakyInRuns(ctx, p.OrgID, ids)
+	if err != nil {
+		return nil, err
+	}
+	flaky := map[string]bool{} // a test of runs of two projects is listed once
+	for _, t := range tests {
+		if name := strings.TrimPrefix(t.Suite+" › "+t.Name, " › "); !flaky[name] {
+			flaky[name] = true
+			m.FlakyTests = append(m.FlakyTests, name)
+		}
 	}
 	sort.Strings(m.FlakyTests)
 	return m, nil

@@ -120,20 +120,26 @@ type ExecutionRepo interface {
 	Delete(ctx context.Context, orgID, taskID string) error
 	// ListPending lists PENDING executions oldest first (to explain why they wait).
 	ListPending(ctx context.Context, limit int) ([]domain.Execution, error)
-	// ListForImage lists an organization's finished runs of an image, newest first (metrics).
+	// ListFinishedForImage lists an organization's finished runs of an image, newest first (the
+	// analyser's history of an image).
 	// Their tests are read newest first up to a bound of 16 MiB of stored results; the runs
 	// past it come without them.
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
 	// Outcomes lists the organization's runs queued at or after since that ended PASSED,
 	// FAILED, UNSTABLE or ERROR (not CANCELLED, not still going), newest queued first, at most
-	// limit (limit <= 0: none), with only what the run-health overview reads; their tests as
-	// ListFinishedForImage reads them (within 16 MiB, newest first).
+	// limit (limit <= 0: none), with only what the run-health overview reads (their tests are
+	// read from their tests' histories: TestRepo).
 	Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]RunOutcome, error)
+	// ImageOutcomes lists the organization's runs of image in a final status (CANCELLED and
+	// ERROR included), newest queued first, at most limit (limit <= 0: none), as Outcomes
+	// reads them: an image's insights.
+	ImageOutcomes(ctx context.Context, orgID, image string, limit int) ([]RunOutcome, error)
 }
 
-// RunOutcome is a finished run as the run-health overview reads it: its project, verdict,
-// times and parsed tests; nothing of its variables, reports or analysis.
+// RunOutcome is a finished run as the run-health overview and an image's insights read it:
+// its project, verdict and times; nothing of its tests, variables, reports or analysis.
 type RunOutcome struct {
+	ID         string // internal: its results in TestRepo are by it
 	TaskID     string
 	ProjectID  string
 	Status     domain.ExecStatus
@@ -141,7 +147,19 @@ type RunOutcome struct {
 	QueuedAt   time.Time
 	StartedAt  *time.Time
 	FinishedAt *time.Time
-	Tests      []domain.TestResult
+}
+
+// DurationMs is the run's start-to-finish time in milliseconds (to now while it runs; 0 for a
+// run that never started), as domain.Execution.DurationMs.
+func (r *RunOutcome) DurationMs(now time.Time) int64 {
+	if r.StartedAt == nil {
+		return 0
+	}
+	end := now
+	if r.FinishedAt != nil {
+		end = *r.FinishedAt
+	}
+	return end.Sub(*r.StartedAt).Milliseconds()
 }
 
 // LogRepo stores run logs as ordered chunks, each at its byte offset in the log. A run's

@@ -31,6 +31,8 @@ type RunResults struct {
 // TestRepo stores tests' histories: a tracked test per identity (organization, scope, suite,
 // name) with the aggregates of its results, and every result.
 type TestRepo interface {
+	TestOverviewRepo // the overview's and the insights' reads (testsoverview.go)
+
 	// Record stores a finished run's outcomes, making the tests first seen, and updates each
 	// test's aggregates (domain.TrackedTest.Merge), in one transaction, and marks the run
 	// recorded. Recording a run again changes nothing.

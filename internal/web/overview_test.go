@@ -56,13 +56,20 @@ var inlineStyle = regexp.MustCompile(`(?i)<style|\sstyle=|\son[a-z]+=|<script>|j
 func TestOverviewPage(t *testing.T) {
 	since := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	runs := []store.RunOutcome{
-		{TaskID: "r-2", ProjectID: "p1", Status: domain.ExecFailed, QueuedAt: since.Add(50 * time.Hour),
-			Tests: []domain.TestResult{{Suite: "cart", Name: "pays", Status: domain.TestFailed, Error: "expected 200, got <500>"}}},
-		{TaskID: "r-1", ProjectID: "p1", Status: domain.ExecPassed, QueuedAt: since.Add(time.Hour),
-			Tests: []domain.TestResult{{Suite: "cart", Name: "pays", Status: domain.TestPassed}}},
-		{TaskID: "r-0", Status: domain.ExecPassed, QueuedAt: since.Add(time.Hour)},
+		{ID: "e-2", TaskID: "r-2", ProjectID: "p1", Status: domain.ExecFailed, QueuedAt: since.Add(50 * time.Hour)},
+		{ID: "e-1", TaskID: "r-1", ProjectID: "p1", Status: domain.ExecPassed, QueuedAt: since.Add(time.Hour)},
+		{ID: "e-0", TaskID: "r-0", Status: domain.ExecPassed, QueuedAt: since.Add(time.Hour)},
 	}
-	o := executions.BuildOverview(runs, []domain.Project{{ID: "p1", Name: "Shop <b>"}}, since, 30)
+	// cart › pays passed in r-1 and failed in r-2: a flake event.
+	pays := domain.TrackedTest{ID: "t-1", ProjectID: "p1", Suite: "cart", Name: "pays"}
+	pays.Merge(domain.TestPoint{TaskID: "r-1", Status: domain.TestPassed, At: since.Add(time.Hour)})
+	pays.Merge(domain.TestPoint{TaskID: "r-2", Status: domain.TestFailed, At: since.Add(50 * time.Hour)})
+	o := executions.BuildOverview(runs, []domain.TrackedTest{pays}, []domain.Project{{ID: "p1", Name: "Shop <b>"}}, since, 30)
+	o.AddResults([]domain.TestOutcome{{ExecutionID: "e-2", TestID: "t-1", Suite: "cart", Name: "pays", Status: domain.TestFailed,
+		Message: "expected 200, got <500>"}}, nil)
+	if len(o.Flaky) != 1 || len(o.RecentFailures) != 1 {
+		t.Fatalf("overview: %+v", o)
+	}
 	s := New(Deps{Identity: ids{}, Executions: overviewExecs{o: o}, JWT: tokens{}, CSRFKey: []byte("k"),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	res, body := get(t, s, "/overview")
@@ -86,7 +93,7 @@ func TestOverviewPage(t *testing.T) {
 		t.Error("Overview is not first in the navigation")
 	}
 
-	empty := New(Deps{Identity: ids{}, Executions: overviewExecs{o: executions.BuildOverview(nil, nil, since, 30)},
+	empty := New(Deps{Identity: ids{}, Executions: overviewExecs{o: executions.BuildOverview(nil, nil, nil, since, 30)},
 		JWT: tokens{}, CSRFKey: []byte("k")})
 	if res, body := get(t, empty, "/overview"); res.StatusCode != 200 || !strings.Contains(body, "No finished runs in the last 30 days") ||
 		strings.Contains(body, "<svg") {

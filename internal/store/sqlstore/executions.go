@@ -901,9 +901,9 @@ func (r executionRepo) ListPending(ctx context.Context, limit int) ([]domain.Exe
 	return list(ctx, r.s, scanExecution, q+` LIMIT ?`, domain.ExecPending, limit)
 }
 
-// maxReadTestBytes bounds the stored tests that one read of many runs decodes (the run-health
-// overview, an image's insights): a run keeps up to domain.MaxKeptTestBytes of them, and the
-// overview reads up to 2000 runs. The newest runs' come first; a run past the bound is read
+// maxReadTestBytes bounds the stored tests that one read of many runs decodes
+// (ListFinishedForImage: the analyser's history of an image): a run keeps up to
+// domain.MaxKeptTestBytes of them. The newest runs' come first; a run past the bound is read
 // with no tests.
 const maxReadTestBytes = 16 << 20
 
@@ -930,18 +930,36 @@ func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image st
 }
 
 // Outcomes reads the organization's finished runs (PASSED, FAILED, UNSTABLE, ERROR) queued at
-// or after since, newest first, at most limit, their tests within maxReadTestBytes: a range of
-// the (organization_id, queued_at, id) index read backwards, stopped after limit matching rows.
+// or after since, newest first, at most limit: a range of the (organization_id, queued_at, id)
+// index read backwards, stopped after limit matching rows. Their tests are not read.
 func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Time, limit int) ([]store.RunOutcome, error) {
 	if limit <= 0 {
 		return []store.RunOutcome{}, nil
 	}
-	const q = `SELECT task_id, project_id, status, error_message, queued_at, started_at, finished_at, ` + boundedTests + `
-		FROM executions
+	return r.outcomes(ctx, `SELECT `+outcomeRunColumns+` FROM executions
 		WHERE organization_id = ? AND queued_at >= ? AND status IN (?, ?, ?, ?)
-		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`
-	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), maxReadTestBytes, orgID, millis(since),
+		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`, limit, orgID, millis(since),
 		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, limit)
+}
+
+// ImageOutcomes reads the organization's finished runs of image (CANCELLED included), newest
+// first, at most limit, as ListFinishedForImage finds them, without their tests.
+func (r executionRepo) ImageOutcomes(ctx context.Context, orgID, image string, limit int) ([]store.RunOutcome, error) {
+	if limit <= 0 {
+		return []store.RunOutcome{}, nil
+	}
+	return r.outcomes(ctx, `SELECT `+outcomeRunColumns+` FROM executions
+		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
+		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`, limit, orgID, image,
+		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled, limit)
+}
+
+// outcomeRunColumns are the columns of a store.RunOutcome.
+const outcomeRunColumns = `id, task_id, project_id, status, error_message, queued_at, started_at, finished_at`
+
+// outcomes runs a query of outcomeRunColumns expected to return at most limit rows.
+func (r executionRepo) outcomes(ctx context.Context, q string, limit int, args ...any) ([]store.RunOutcome, error) {
+	rows, err := r.s.on(q).QueryContext(ctx, r.s.d.rebind(q), args...)
 	if err != nil {
 		return nil, r.s.mapErr(err)
 	}
@@ -950,15 +968,11 @@ func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Ti
 	var (
 		queued            int64
 		started, finished sql.NullInt64
-		tests             string
 	)
 	for rows.Next() {
 		var o store.RunOutcome
-		if err := rows.Scan(&o.TaskID, &o.ProjectID, &o.Status, &o.Error, &queued, &started, &finished, &tests); err != nil {
+		if err := rows.Scan(&o.ID, &o.TaskID, &o.ProjectID, &o.Status, &o.Error, &queued, &started, &finished); err != nil {
 			return nil, r.s.mapErr(err)
-		}
-		if err := decodeJSON(tests, &o.Tests); err != nil {
-			return nil, err
 		}
 		o.QueuedAt, o.StartedAt, o.FinishedAt = fromMillis(queued), timePtr(started), timePtr(finished)
 		out = append(out, o)

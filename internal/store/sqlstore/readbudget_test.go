@@ -10,9 +10,9 @@ import (
 	"verdict/internal/domain"
 )
 
-// TestManyRunsReadBoundedTests: the overview's and an image's insights' reads of many runs
-// decode at most maxReadTestBytes of their stored tests, the newest runs' first; the runs past
-// the bound come without tests, and everything else as stored.
+// TestManyRunsReadBoundedTests: the read of an image's many runs with their tests (the
+// analyser's history) decodes at most maxReadTestBytes of their stored tests, the newest runs'
+// first; the runs past the bound come without tests, and everything else as stored.
 func TestManyRunsReadBoundedTests(t *testing.T) {
 	for name, open := range map[string]func(testing.TB) *Store{"sqlite": testSQLite, "postgres": testPostgres} {
 		t.Run(name, func(t *testing.T) {
@@ -73,12 +73,6 @@ func TestManyRunsReadBoundedTests(t *testing.T) {
 					t.Fatalf("%s: %d bytes of tests read in %d runs, want at most %d and all the runs that fit", what, read, with, maxReadTestBytes)
 				}
 			}
-			outcomes, err := s.Executions().Outcomes(ctx, org.ID, now.Add(-24*time.Hour), 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check("Outcomes", len(outcomes), func(i int) string { return outcomes[i].TaskID },
-				func(i int) []domain.TestResult { return outcomes[i].Tests })
 			finished, err := s.Executions().ListFinishedForImage(ctx, org.ID, "suite:1", 0)
 			if err != nil {
 				t.Fatal(err)

@@ -9,7 +9,8 @@ import (
 )
 
 // testOutcomes checks ExecutionRepo.Outcomes: the organization's finished verdicts in the
-// window, newest first, bounded, with their tests, and never another organization's runs.
+// window, newest first, bounded, with their run's fields (not their tests), and never another
+// organization's runs; and ImageOutcomes: an image's finished runs, CANCELLED included.
 func testOutcomes(t *testing.T, open Opener) {
 	f := setup(t, open)
 	o, other := f.org(), f.org()
@@ -48,10 +49,10 @@ func testOutcomes(t *testing.T, open Opener) {
 		return
 	}
 	start, end := second.QueuedAt.Add(time.Second), second.QueuedAt.Add(3*time.Second)
-	equal(t, "a failed run", got[2], store.RunOutcome{TaskID: second.TaskID, ProjectID: p.ID, Status: domain.ExecFailed,
-		QueuedAt: second.QueuedAt, StartedAt: &start, FinishedAt: &end, Tests: []domain.TestResult{failing}})
+	equal(t, "a failed run", got[2], store.RunOutcome{ID: second.ID, TaskID: second.TaskID, ProjectID: p.ID, Status: domain.ExecFailed,
+		QueuedAt: second.QueuedAt, StartedAt: &start, FinishedAt: &end})
+	equal(t, "its duration", got[2].DurationMs(base.Add(time.Hour)), int64(2000))
 	equal(t, "an ERROR run's message", got[0].Error, "no container")
-	equal(t, "a run without tests", len(got[1].Tests), 0)
 
 	got, err = ex.Outcomes(f.ctx, o.ID, since, 2)
 	must(t, err)
@@ -66,4 +67,33 @@ func testOutcomes(t *testing.T, open Opener) {
 	got, err = ex.Outcomes(f.ctx, domain.NewID(), since, 10)
 	must(t, err)
 	equal(t, "an unknown organization's outcomes", len(got), 0)
+
+	// An image's runs: every final status, CANCELLED included, whenever queued; not another
+	// image's, not one still going, not another organization's.
+	cancelled := f.runWith(o.ID, base.Add(6*time.Minute), func(e *domain.Execution) {
+		e.Status, e.Image = domain.ExecCancelled, "suite:image"
+	})
+	imaged := f.runWith(o.ID, since.Add(-time.Hour), func(e *domain.Execution) {
+		end := since
+		e.Status, e.Image, e.FinishedAt = domain.ExecFailed, "suite:image", &end
+	})
+	f.runWith(o.ID, base.Add(7*time.Minute), func(e *domain.Execution) { e.Status, e.Image = domain.ExecRunning, "suite:image" })
+	f.runWith(other.ID, base.Add(8*time.Minute), func(e *domain.Execution) { e.Status, e.Image = domain.ExecPassed, "suite:image" })
+	img, err := ex.ImageOutcomes(f.ctx, o.ID, "suite:image", 10)
+	must(t, err)
+	tasks = nil
+	for _, r := range img {
+		tasks = append(tasks, r.TaskID)
+	}
+	equal(t, "ImageOutcomes: the image's finished runs, newest first", tasks, []string{cancelled.TaskID, imaged.TaskID})
+	if len(img) == 2 {
+		equal(t, "a run never started", img[0].DurationMs(base), int64(0))
+		equal(t, "its internal ID", img[1].ID, imaged.ID)
+	}
+	img, err = ex.ImageOutcomes(f.ctx, o.ID, "suite:image", 1)
+	must(t, err)
+	equal(t, "ImageOutcomes bounded", len(img), 1)
+	img, err = ex.ImageOutcomes(f.ctx, o.ID, "suite:image", 0)
+	must(t, err)
+	equal(t, "ImageOutcomes with no room", len(img), 0)
 }

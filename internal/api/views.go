@@ -219,6 +219,9 @@ type ExecutionListItem struct {
 	HTMLReportURL   *string        `json:"htmlReportUrl"`
 	AllureReportURL *string        `json:"allureReportUrl"`
 	Artifacts       []string       `json:"artifacts"`
+	// Gate is the project's quality gate's judgement of the run; null when the project has no
+	// rules (or the run has not been judged yet).
+	Gate *Gate `json:"gate"`
 }
 
 // Execution is the full view of an execution, as GET /api/executions/{taskId} and the
@@ -345,7 +348,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
-		Artifacts: []string{},
+		Artifacts: []string{}, Gate: gateView(e.Gate),
 	}
 	if item.Labels == nil {
 		item.Labels = map[string]string{}

@@ -46,6 +46,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		TestCases:      cases,
 		Analyst:        analyses,
 		Trackers:       trackers,
+		Gates:          a.histories,
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

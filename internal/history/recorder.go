@@ -30,17 +30,22 @@ func Outcomes(run *domain.Execution) []domain.TestOutcome {
 // Record records a finished run's results in its tests' histories, then applies the automatic
 // quarantine rule of its project and judges it with the project's gate. Recording a run again
 // does nothing. It is the post-run chain's, and the catch-up's, for runs it missed.
+//
+// The results and the gate are written in one transaction: once a run is marked recorded its
+// outcome no longer changes, which the run list's caches rely on.
 func (s *Service) Record(ctx context.Context, run *domain.Execution) error {
-	if run == nil || !run.Status.Final() {
+	if run == nil || !run.Status.Final() || run.TestsRecorded {
 		return nil
 	}
-	if err := s.store.Tests().Record(ctx, store.RunResults{Run: run, Outcomes: Outcomes(run)}); err != nil {
-		return err
-	}
-	if run.ProjectID == "" {
-		return nil
-	}
-	return s.judge(ctx, run)
+	return s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Tests().Record(ctx, store.RunResults{Run: run, Outcomes: Outcomes(run)}); err != nil {
+			return err
+		}
+		if run.ProjectID == "" {
+			return nil
+		}
+		return s.judge(ctx, tx, run)
+	})
 }
 
 // catchUpBatch is how many runs one catch-up read takes.

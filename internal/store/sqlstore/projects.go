@@ -316,7 +316,7 @@ func (r projectRepo) GateRules(ctx context.Context, orgID, id string) (*domain.G
 	}, `SELECT gate_rules FROM projects WHERE organization_id = ? AND id = ?`, orgID, id)
 }
 
-// SetGateRules stores the project's gate rules as JSON (” for nil).
+// SetGateRules stores the project's gate rules as JSON (empty for nil).
 func (r projectRepo) SetGateRules(ctx context.Context, orgID, id string, g *domain.GateRules) error {
 	text := ""
 	if g != nil {

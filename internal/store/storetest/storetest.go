@@ -35,6 +35,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("RevokedTokens", func(t *testing.T) { testRevokedTokens(t, open) })
 	t.Run("Tests", func(t *testing.T) { testTests(t, open) })
 	t.Run("TestsAtScale", func(t *testing.T) { testTestsAtScale(t, open) })
+	t.Run("Gates", func(t *testing.T) { testGates(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -74,8 +74,8 @@ func testGates(t *testing.T, open Opener) {
 		finished(o.ID, p.ID, "", domain.ExecError, base.Add(2*time.Hour), main)     // not a baseline status
 		finished(o.ID, p.ID, "", domain.ExecCancelled, base.Add(3*time.Hour), main) // nor this
 		feature := finished(o.ID, p.ID, "", domain.ExecUnstable, base.Add(4*time.Hour), map[string]string{"branch": "feature"})
-		finished(o.ID, q.ID, "", domain.ExecPassed, base.Add(5*time.Hour), main)     // another project
-		finished(other.ID, p.ID, "", domain.ExecPassed, base.Add(5*time.Hour), main) // another organization
+		finished(o.ID, q.ID, "", domain.ExecPassed, base.Add(5*time.Hour), main)                                  // another project
+		finished(other.ID, p.ID, "", domain.ExecPassed, base.Add(5*time.Hour), main)                              // another organization
 		f.runWith(o.ID, base.Add(5*time.Hour), func(e *domain.Execution) { e.ProjectID = p.ID; e.Labels = main }) // still PENDING
 		run := finished(o.ID, p.ID, "", domain.ExecFailed, base.Add(6*time.Hour), map[string]string{"branch": "feature"})
 		later := finished(o.ID, p.ID, "", domain.ExecPassed, base.Add(7*time.Hour), main) // finished after the run

@@ -172,11 +172,12 @@ func ciLabels(getenv func(string) string) map[string]string {
 
 // execution is what the command reads of the execution view.
 type execution struct {
-	TaskID  string       `json:"taskId"`
-	Status  string       `json:"status"`
-	Error   *string      `json:"error"`
-	Tests   []testResult `json:"tests"`
-	Summary struct {
+	TaskID    string       `json:"taskId"`
+	ProjectID *string      `json:"projectId"`
+	Status    string       `json:"status"`
+	Error     *string      `json:"error"`
+	Tests     []testResult `json:"tests"`
+	Summary   struct {
 		Total, Passed, Failed, Skipped, Flaky int
 	} `json:"summary"`
 	// Gate is the project's quality gate's judgement of the run; nil: none (no rules).
@@ -414,6 +415,10 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 	if e.Status != "" {
 		status = e.Status
 	}
+	judged := true
+	if e.Gate == nil && e.ProjectID != nil && final(e.Status) {
+		judged = r.awaitGate(ctx, &e)
+	}
 	s := e.Summary
 	r.say("run %s %s: %d tests, %d passed, %d failed, %d flaky, %d skipped", taskID, status, s.Total, s.Passed, s.Failed, s.Flaky, s.Skipped)
 	if e.Error != nil && *e.Error != "" {
@@ -445,6 +450,14 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 	case "FAILED":
 		code = ExitFailed
 	}
+	if code == ExitPassed && !judged {
+		if r.o.ignoreGate {
+			r.say("the quality gate has not judged the run; ignored (--ignore-gate)")
+		} else {
+			r.say("the quality gate has not judged the run: exit %d (--ignore-gate exits by the run's status)", ExitError)
+			code = ExitError
+		}
+	}
 	if code == ExitPassed && e.Gate != nil && e.Gate.Status == "failed" {
 		if r.o.ignoreGate {
 			r.say("the quality gate failed; ignored (--ignore-gate)")
@@ -454,6 +467,53 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 		}
 	}
 	return code
+}
+
+// gateWait bounds how long the command waits for a finished run's gate: the server judges a run
+// just after its final status (within 30 s), and catches up within a minute when it could not.
+var gateWait = 90 * time.Second
+
+// awaitGate waits for the gate of e, a finished run of a project without one yet, when its
+// project has gate rules, reading the run again into e; false when the project has rules and
+// the run was not judged within gateWait. A project without rules (or a server without gates)
+// has no gate to wait for.
+func (r *runner) awaitGate(ctx context.Context, e *execution) bool {
+	var rules struct {
+		Data struct {
+			Gate map[string]any `json:"gate"`
+		} `json:"data"`
+	}
+	if err := r.c.call(ctx, "GET", "/api/projects/"+url.PathEscape(*e.ProjectID)+"/gate", nil, &rules); err != nil {
+		return true
+	}
+	judges := false
+	for _, v := range rules.Data.Gate {
+		switch v := v.(type) {
+		case bool:
+			judges = judges || v
+		case float64:
+			judges = true
+		}
+	}
+	if !judges {
+		return true
+	}
+	deadline := time.Now().Add(gateWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return false
+		}
+		var view struct {
+			Execution execution `json:"execution"`
+		}
+		if err := r.c.call(ctx, "GET", "/api/executions/"+url.PathEscape(e.TaskID), nil, &view); err == nil && view.Execution.Gate != nil {
+			*e = view.Execution
+			return true
+		}
+	}
+	return false
 }
 
 // printQuarantined lists the run's failures that did not count: their tests were quarantined.

@@ -49,7 +49,7 @@ type Comparison struct {
 // TestDiff is a test of a comparison with its result in each run: Status "" when it is not
 // in Run, BaseStatus "" when it is not in Base.
 type TestDiff struct {
-	TestID                     string // "" when the runs' results are not recorded yet
+	TestID                     string // "" when its test is not recorded yet (or the gate's, which needs none)
 	Suite, Name                string
 	Status, BaseStatus         domain.TestStatus
 	DurationMs, BaseDurationMs int64
@@ -86,11 +86,16 @@ func (s *Service) Compare(ctx context.Context, p *identity.Principal, taskID, wi
 			return nil, err
 		}
 	}
-	return s.compare(ctx, s.store, run, base)
+	return s.compare(ctx, s.store, run, base, true)
 }
 
-// compare reads the results of run and base (nil: none) and compares them.
-func (s *Service) compare(ctx context.Context, st store.Store, run, base *domain.Execution) (*Comparison, error) {
+// compare reads the results of run and base (nil: none) and compares them; withIDs: the
+// listed tests' IDs are looked up too (the gate needs none).
+//
+// A run's results are read from the run itself (the tests it kept, one row), not from its tests'
+// histories (a row per test, joined with its test): thousands of rows for a large run, where the
+// run's own list is one read and what the histories recorded is the same list.
+func (s *Service) compare(ctx context.Context, st store.Store, run, base *domain.Execution, withIDs bool) (*Comparison, error) {
 	if base == nil {
 		return Diff(run, nil, nil, nil, nil), nil
 	}
@@ -106,23 +111,63 @@ func (s *Service) compare(ctx context.Context, st store.Store, run, base *domain
 	if err != nil {
 		return nil, err
 	}
-	return Diff(run, base, now, then, flaky), nil
+	c := Diff(run, base, now, then, flaky)
+	if withIDs {
+		err = s.testIDs(ctx, st, c)
+	}
+	return c, err
 }
 
-// results are run's results as its tests' histories recorded them; for a run not recorded
-// (yet), those of the tests it kept, without their tests' IDs.
+// results are the results of the tests run kept, named as its tests' histories name them
+// (domain.TestIdentities); a listed run (without its tests) is read whole.
 func (s *Service) results(ctx context.Context, st store.Store, run *domain.Execution) ([]domain.TestOutcome, error) {
-	got, err := st.Tests().ForRun(ctx, run.OrganizationID, run.ID)
-	if err != nil || len(got) > 0 || run.Summary.Total == 0 {
-		return got, err
-	}
-	whole := run
-	if len(run.Tests) == 0 {
-		if whole, err = st.Executions().Get(ctx, run.OrganizationID, run.TaskID); err != nil {
+	if len(run.Tests) == 0 && run.Summary.Total > 0 {
+		whole, err := st.Executions().Get(ctx, run.OrganizationID, run.TaskID)
+		if err != nil {
 			return nil, err
 		}
+		run = whole
 	}
-	return Outcomes(whole), nil
+	out := make([]domain.TestOutcome, len(run.Tests))
+	for _, id := range domain.TestIdentities(run.Tests) {
+		t := &run.Tests[id.Index]
+		out[id.Index] = domain.TestOutcome{Suite: id.Suite, Name: id.Name, Status: t.Status, DurationMs: max(t.DurationMs, 0)}
+	}
+	return out, nil
+}
+
+// testIDs fills in the IDs of the tests c lists: a test of the run as its run's scope knows it,
+// a test of the base run only as the base run's does. A test not recorded (yet) keeps "".
+func (s *Service) testIDs(ctx context.Context, st store.Store, c *Comparison) error {
+	lists := [][]TestDiff{c.NewFailures, c.Fixed, c.StillFailing, c.NewlyFlaky, c.Added, c.Missing, c.Slower}
+	for _, side := range []struct {
+		run  *domain.Execution
+		here bool // the tests of the run (else those of the base run only)
+	}{{c.Run, true}, {c.Base, false}} {
+		var names []store.TestName
+		for _, list := range lists {
+			for _, d := range list {
+				if (d.Status != "") == side.here {
+					names = append(names, store.TestName{Suite: d.Suite, Name: d.Name})
+				}
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		ids, err := st.Tests().IDs(ctx, side.run.OrganizationID, domain.TestScope(side.run.ProjectID, side.run.Image), names)
+		if err != nil {
+			return err
+		}
+		for _, list := range lists {
+			for i := range list {
+				if d := &list[i]; (d.Status != "") == side.here {
+					d.TestID = ids[store.TestName{Suite: d.Suite, Name: d.Name}]
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // flakyPage is how many of the scope's flaky tests one read takes.
@@ -194,9 +239,6 @@ func Diff(run, base *domain.Execution, now, then []domain.TestOutcome, flaky map
 		b := before[k]
 		if b != nil {
 			d.BaseStatus, d.BaseDurationMs = b.Status, b.DurationMs
-			if d.TestID == "" {
-				d.TestID = b.TestID
-			}
 		}
 		failed, wasFailed := o.Status == domain.TestFailed, b != nil && b.Status == domain.TestFailed
 		switch {

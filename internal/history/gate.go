@@ -93,7 +93,7 @@ func (s *Service) judge(ctx context.Context, st store.Store, run *domain.Executi
 	if err != nil {
 		return err
 	}
-	c, err := s.compare(ctx, st, run, base)
+	c, err := s.compare(ctx, st, run, base, false)
 	if err != nil {
 		return err
 	}

@@ -128,6 +128,37 @@ func testGates(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("TestIDs", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.org(), f.org()
+		p := f.project(o.ID, "Web")
+		run := f.runWith(o.ID, base, func(e *domain.Execution) {
+			e.ProjectID, e.Status, e.FinishedAt = p.ID, domain.ExecPassed, ptr(base.Add(time.Minute))
+		})
+		outs := []domain.TestOutcome{{Suite: "a", Name: "x", Status: domain.TestPassed}, {Suite: "b", Name: "x", Status: domain.TestPassed},
+			{Suite: "a", Name: "y", Status: domain.TestFailed}}
+		must(t, f.s.Tests().Record(f.ctx, store.RunResults{Run: run, Outcomes: outs}))
+		scope := domain.TestScope(p.ID, "")
+		tests, _, err := f.s.Tests().List(f.ctx, o.ID, store.TestFilter{ProjectID: p.ID, Limit: 10})
+		must(t, err)
+		want := map[store.TestName]string{}
+		for _, x := range tests {
+			if x.Suite == "a" {
+				want[store.TestName{Suite: x.Suite, Name: x.Name}] = x.ID
+			}
+		}
+		// a/x and a/y, not b/x (the same name in another suite), nothing for an unknown test.
+		got, err := f.s.Tests().IDs(f.ctx, o.ID, scope, []store.TestName{{Suite: "a", Name: "x"}, {Suite: "a", Name: "y"}, {Suite: "a", Name: "z"}})
+		must(t, err)
+		if len(want) != 2 {
+			t.Fatalf("recorded tests: %+v", tests)
+		}
+		equal(t, "IDs", got, want)
+		got, err = f.s.Tests().IDs(f.ctx, other.ID, scope, []store.TestName{{Suite: "a", Name: "x"}})
+		must(t, err)
+		equal(t, "another organization's IDs", got, map[store.TestName]string{})
+	})
+
 	t.Run("GateShownOnceRecorded", func(t *testing.T) {
 		f := setup(t, open)
 		o := f.org()

@@ -59,7 +59,7 @@ type TestDiff struct {
 // run of the organization), or, when with is "", with its baseline (the one its project's
 // gate rules choose; Base nil when it has none). Every member may read it.
 func (s *Service) Compare(ctx context.Context, p *identity.Principal, taskID, with string) (*Comparison, error) {
-	run, err := s.store.Executions().GetListed(ctx, p.OrgID, taskID)
+	run, err := s.store.Executions().Get(ctx, p.OrgID, taskID)
 	if err != nil {
 		return nil, notFound(err, errRun404)
 	}
@@ -68,7 +68,7 @@ func (s *Service) Compare(ctx context.Context, p *identity.Principal, taskID, wi
 	}
 	var base *domain.Execution
 	if with != "" {
-		if base, err = s.store.Executions().GetListed(ctx, p.OrgID, with); err != nil {
+		if base, err = s.store.Executions().Get(ctx, p.OrgID, with); err != nil {
 			return nil, notFound(err, errRun404)
 		}
 		if !base.Status.Final() {
@@ -119,7 +119,8 @@ func (s *Service) compare(ctx context.Context, st store.Store, run, base *domain
 }
 
 // results are the results of the tests run kept, named as its tests' histories name them
-// (domain.TestIdentities); a listed run (without its tests) is read whole.
+// (domain.TestIdentities); a listed run (without its tests) is read whole. The runs compare
+// reads are whole already.
 func (s *Service) results(ctx context.Context, st store.Store, run *domain.Execution) ([]domain.TestOutcome, error) {
 	if len(run.Tests) == 0 && run.Summary.Total > 0 {
 		whole, err := st.Executions().Get(ctx, run.OrganizationID, run.TaskID)

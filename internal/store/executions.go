@@ -121,8 +121,9 @@ type ExecutionRepo interface {
 	// SetGate records the quality gate's judgement of the organization's run (by internal ID);
 	// nil clears it. ErrNotFound for another organization's run.
 	SetGate(ctx context.Context, orgID, id string, g *domain.Gate) error
-	// Baseline returns the organization's run that q chooses, as List shows it; nil, nil when
-	// there is none. One query on the organization's runs by finish time.
+	// Baseline returns the organization's run that q chooses, whole but for its Tickets (it is
+	// read to be compared with); nil, nil when there is none. One query on the organization's
+	// runs by finish time.
 	Baseline(ctx context.Context, orgID string, q BaselineQuery) (*domain.Execution, error)
 	// Expired lists RUNNING executions whose lease ended before now.
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)

@@ -818,7 +818,7 @@ func (r executionRepo) Baseline(ctx context.Context, orgID string, q store.Basel
 		where += ` AND id IN (SELECT execution_id FROM execution_labels WHERE organization_id = ? AND label_key = ? AND label_value = ?)`
 		args = append(args, orgID, l.Key, l.Value)
 	}
-	e, err := get(ctx, r.s, scanExecution, `SELECT `+listColumns+` FROM executions WHERE `+where+`
+	e, err := get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE `+where+`
 		ORDER BY finished_at DESC, id DESC LIMIT 1`, args...)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

@@ -83,9 +83,10 @@ func (c *finishedItems) put(id string, item []byte) {
 	c.m[id] = item
 }
 
-// listItem is e's encoded list item at now.
+// listItem is e's encoded list item at now. A finished run's item is kept once its tests are
+// recorded and its gate judged (until then its gate may still be set).
 func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Time) ([]byte, error) {
-	final := e.Status.Final() && e.ID != ""
+	final := e.Status.Final() && e.TestsRecorded && e.ID != ""
 	if final {
 		if b := s.finished.get(e.ID); b != nil {
 			return b, nil

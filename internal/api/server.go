@@ -43,6 +43,8 @@ type Deps struct {
 	Planner ports.Planner
 	// Trackers is the trackers' service; nil: the integration routes answer 503.
 	Trackers ports.Trackers
+	// Gates are the release gates (gate rules, compare); nil: their routes answer 503.
+	Gates ports.Gates
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
@@ -94,6 +96,7 @@ type Server struct {
 	planner        ports.Planner
 	analyst        ports.Analyst
 	trackers       ports.Trackers
+	gates          ports.Gates
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -142,7 +145,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
-		trackers: d.Trackers, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		trackers: d.Trackers, gates: d.Gates, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -227,6 +230,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.getProject)
 	s.handle("PATCH /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.patchProject)
 	s.handle("DELETE /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.deleteProject)
+	s.handle("GET /api/projects/{id}/gate", routeOpts{access: bearerOrKey, limit: "api"}, s.getGate)
+	s.handle("PUT /api/projects/{id}/gate", routeOpts{access: bearerOrKey, limit: "api"}, s.putGate)
 
 	cases := routeOpts{access: bearerOrKey, limit: "api"}
 	s.handle("GET /api/test-cases", cases, s.listTestCases)
@@ -262,6 +267,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)
 	s.handle("POST /api/executions/{taskId}/analysis", execs, s.reanalyse)
 	s.handle("PATCH /api/executions/{taskId}/analysis", execs, s.triage)
+	s.handle("GET /api/executions/{taskId}/compare", execs, s.compareExecutions)
 	s.handle("GET /config/defaults", routeOpts{access: bearerOrKey, limit: "api"}, s.configDefaults)
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)

@@ -219,6 +219,9 @@ type ExecutionListItem struct {
 	HTMLReportURL   *string        `json:"htmlReportUrl"`
 	AllureReportURL *string        `json:"allureReportUrl"`
 	Artifacts       []string       `json:"artifacts"`
+	// Gate is the project's quality gate's judgement of the run; null when the project has no
+	// rules (or the run has not been judged yet).
+	Gate *Gate `json:"gate"`
 	// QuarantinedFailures are the run's failed tests that were quarantined when it ended:
 	// their failures did not decide its status.
 	QuarantinedFailures []QuarantinedFailure `json:"quarantinedFailures"`
@@ -361,7 +364,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
-		Artifacts: []string{}, QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
+		Artifacts: []string{}, Gate: gateView(e.Gate), QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
 	}
 	for i, q := range e.QuarantinedFailures {
 		item.QuarantinedFailures[i] = QuarantinedFailure{Test: TestRef{ID: q.TestID, Suite: q.Suite, Name: q.Name}, Status: q.Status}

@@ -50,6 +50,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"quarantinedFailures": []any{},
 		"testsNotKept":        max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 	}
+	v["gate"] = nil // these runs' projects have no gate rules
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
 	var html, allure any
 	artifacts := []string{}

@@ -1,7 +1,8 @@
 // Package cli is `verdict run`: it queues a run on a Verdict server with an API key, writes the
 // run's log to standard output as it comes (over the run's event stream, resumed where it
 // broke off when the connection drops), prints the report link, writes the parsed results as
-// JUnit XML when asked, and exits with the run's verdict, so a CI job fails when its suite does.
+// JUnit XML when asked, and exits with the run's verdict, so a CI job fails when its suite does
+// (or when its project's quality gate fails the run).
 package cli
 
 import (
@@ -24,6 +25,9 @@ const (
 	ExitFailed  = 1 // FAILED, and UNSTABLE with --strict
 	ExitError   = 2 // ERROR, CANCELLED, timed out, or left unfinished
 	ExitRefused = 3 // bad flags or credentials, a limit, or the server unreachable
+	// ExitGateFailed: the run passed (PASSED, or UNSTABLE without --strict) but its project's
+	// quality gate failed it; unless --ignore-gate. A run that failed exits 1 or 2 as it would.
+	ExitGateFailed = 4
 )
 
 // IO is what a run talks to: its output streams, its environment, the interrupts (Ctrl-C,
@@ -43,6 +47,7 @@ type options struct {
 	timeout                             time.Duration
 	env, labels                         map[string]string
 	noWait, strict, cancelOnInterrupt   bool
+	ignoreGate                          bool
 	retryFor                            time.Duration
 }
 
@@ -50,7 +55,8 @@ const usage = `Usage: verdict run [flags]
 
 Queues a run on a Verdict server, writes its log to standard output as it comes, and exits
 with its verdict: 0 PASSED (and UNSTABLE unless --strict), 1 FAILED, 2 ERROR, CANCELLED or
-timed out, 3 refused (flags, credentials, limits) or server unreachable.
+timed out, 3 refused (flags, credentials, limits) or server unreachable, 4 the run passed but
+its project's quality gate failed it (unless --ignore-gate).
 
 Flags:`
 
@@ -110,6 +116,7 @@ func parseFlags(args []string, io IO) (*options, error) {
 	fs.StringVar(&o.junit, "junit", "", "write the parsed results to this file as JUnit XML")
 	fs.BoolVar(&o.noWait, "no-wait", false, "queue the run, print its id and exit 0")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 for UNSTABLE (tests that passed only on a retry)")
+	fs.BoolVar(&o.ignoreGate, "ignore-gate", false, "exit by the run's status even when its project's quality gate failed it (the gate is still printed)")
 	fs.BoolVar(&o.cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the run on Ctrl-C or SIGTERM without asking (for CI)")
 	fs.DurationVar(&o.retryFor, "retry-for", 5*time.Minute, "how long to keep reconnecting to a server that stopped answering")
 	fs.Var(multiFlag{o.env, "env"}, "env", "a variable for the suite, KEY=VALUE (repeatable)")
@@ -165,13 +172,35 @@ func ciLabels(getenv func(string) string) map[string]string {
 
 // execution is what the command reads of the execution view.
 type execution struct {
-	TaskID  string       `json:"taskId"`
-	Status  string       `json:"status"`
-	Error   *string      `json:"error"`
-	Tests   []testResult `json:"tests"`
-	Summary struct {
+	TaskID    string       `json:"taskId"`
+	ProjectID *string      `json:"projectId"`
+	Status    string       `json:"status"`
+	Error     *string      `json:"error"`
+	Tests     []testResult `json:"tests"`
+	Summary   struct {
 		Total, Passed, Failed, Skipped, Flaky int
 	} `json:"summary"`
+	// Gate is the project's quality gate's judgement of the run; nil: none (no rules).
+	Gate *gate `json:"gate"`
+	// QuarantinedFailures are the run's failed tests whose failures did not count.
+	QuarantinedFailures []struct {
+		Test struct {
+			ID, Suite, Name string
+		} `json:"test"`
+		Status string `json:"status"`
+	} `json:"quarantinedFailures"`
+}
+
+// gate is a run's quality gate as its view shows it.
+type gate struct {
+	Status string `json:"status"` // passed or failed
+	Rules  []struct {
+		Rule              string
+		Passed            bool
+		Actual, Threshold float64
+		Message           string
+	} `json:"rules"`
+	BaselineTaskID *string `json:"baselineTaskId"`
 }
 
 func final(status string) bool {
@@ -386,6 +415,10 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 	if e.Status != "" {
 		status = e.Status
 	}
+	judged := true
+	if e.Gate == nil && e.ProjectID != nil && final(e.Status) {
+		judged = r.awaitGate(ctx, &e)
+	}
 	s := e.Summary
 	r.say("run %s %s: %d tests, %d passed, %d failed, %d flaky, %d skipped", taskID, status, s.Total, s.Passed, s.Failed, s.Flaky, s.Skipped)
 	if e.Error != nil && *e.Error != "" {
@@ -397,24 +430,123 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 	if err := r.c.call(ctx, "GET", "/api/executions/"+url.PathEscape(taskID)+"/report-token", nil, &link); err == nil && link.URL != "" {
 		r.say("report: %s", link.URL)
 	}
+	r.printQuarantined(e)
+	r.printGate(e.Gate)
 	if r.o.junit != "" {
 		if err := r.writeJUnit(taskID, e.Tests); err != nil {
 			r.say("writing %s: %v", r.o.junit, err)
 			return ExitError
 		}
 	}
+	code := ExitError
 	switch status {
 	case "PASSED":
-		return ExitPassed
+		code = ExitPassed
 	case "UNSTABLE":
+		code = ExitPassed
 		if r.o.strict {
-			return ExitFailed
+			code = ExitFailed
 		}
-		return ExitPassed
 	case "FAILED":
-		return ExitFailed
-	default:
-		return ExitError
+		code = ExitFailed
+	}
+	if code == ExitPassed && !judged {
+		if r.o.ignoreGate {
+			r.say("the quality gate has not judged the run; ignored (--ignore-gate)")
+		} else {
+			r.say("the quality gate has not judged the run: exit %d (--ignore-gate exits by the run's status)", ExitError)
+			code = ExitError
+		}
+	}
+	if code == ExitPassed && e.Gate != nil && e.Gate.Status == "failed" {
+		if r.o.ignoreGate {
+			r.say("the quality gate failed; ignored (--ignore-gate)")
+		} else {
+			r.say("the quality gate failed: exit %d (--ignore-gate exits by the run's status)", ExitGateFailed)
+			code = ExitGateFailed
+		}
+	}
+	return code
+}
+
+// gateWait bounds how long the command waits for a finished run's gate: the server judges a run
+// just after its final status (within 30 s), and catches up within a minute when it could not.
+var gateWait = 90 * time.Second
+
+// awaitGate waits for the gate of e, a finished run of a project without one yet, when its
+// project has gate rules, reading the run again into e; false when the project has rules and
+// the run was not judged within gateWait. A project without rules (or a server without gates)
+// has no gate to wait for.
+func (r *runner) awaitGate(ctx context.Context, e *execution) bool {
+	var rules struct {
+		Data struct {
+			Gate map[string]any `json:"gate"`
+		} `json:"data"`
+	}
+	if err := r.c.call(ctx, "GET", "/api/projects/"+url.PathEscape(*e.ProjectID)+"/gate", nil, &rules); err != nil {
+		return true
+	}
+	judges := false
+	for _, v := range rules.Data.Gate {
+		switch v := v.(type) {
+		case bool:
+			judges = judges || v
+		case float64:
+			judges = true
+		}
+	}
+	if !judges {
+		return true
+	}
+	deadline := time.Now().Add(gateWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+			return false
+		}
+		var view struct {
+			Execution execution `json:"execution"`
+		}
+		if err := r.c.call(ctx, "GET", "/api/executions/"+url.PathEscape(e.TaskID), nil, &view); err == nil && view.Execution.Gate != nil {
+			*e = view.Execution
+			return true
+		}
+	}
+	return false
+}
+
+// printQuarantined lists the run's failures that did not count: their tests were quarantined.
+func (r *runner) printQuarantined(e execution) {
+	if len(e.QuarantinedFailures) == 0 {
+		return
+	}
+	r.say("%d quarantined failures (not counted):", len(e.QuarantinedFailures))
+	for _, q := range e.QuarantinedFailures {
+		name := q.Test.Name
+		if q.Test.Suite != "" {
+			name = q.Test.Suite + " › " + name
+		}
+		r.say("  %s (%s)", name, q.Status)
+	}
+}
+
+// printGate prints the run's quality gate and each of its rules.
+func (r *runner) printGate(g *gate) {
+	if g == nil {
+		return
+	}
+	against := "no baseline run"
+	if g.BaselineTaskID != nil {
+		against = "baseline " + *g.BaselineTaskID
+	}
+	r.say("quality gate %s (%s)", strings.ToUpper(g.Status), against)
+	for _, rule := range g.Rules {
+		mark := "pass"
+		if !rule.Passed {
+			mark = "FAIL"
+		}
+		r.say("  %s %s: %s", mark, rule.Rule, rule.Message)
 	}
 }
 

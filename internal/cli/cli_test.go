@@ -92,6 +92,7 @@ type fakeServer struct {
 	log      []string
 	status   string
 	cutAfter int
+	view     map[string]any // more members of the run's view
 
 	mu       sync.Mutex
 	queued   map[string]any
@@ -133,6 +134,14 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(map[string]any{"success": true, "execution": map[string]any{"taskId": "run-1", "status": f.status,
 			"tests":   []testResult{{Name: "t1", Suite: "s", Status: "passed"}, {Name: "t2", Suite: "s", Status: "failed", Error: "no"}},
 			"summary": map[string]int{"total": 2, "passed": 1, "failed": 1}}})
+		if f.view != nil {
+			var v map[string]any
+			_ = json.Unmarshal(b, &v)
+			for k, x := range f.view {
+				v["execution"].(map[string]any)[k] = x
+			}
+			b, _ = json.Marshal(v)
+		}
 		w.Write(b)
 	case r.URL.Path == "/api/executions/run-1/report-token":
 		fmt.Fprint(w, `{"success":true,"url":"http://verdict.test/reports/o/run-1/~tok/index.html"}`)

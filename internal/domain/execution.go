@@ -220,6 +220,9 @@ type Execution struct {
 	// Gate is the project's quality gate's judgement of the run; nil: the project has no
 	// rules (or the run none).
 	Gate *Gate
+	// TestsRecorded: the run's results are in its tests' histories and its gate judged (in one
+	// transaction): its outcome, gate included, no longer changes.
+	TestsRecorded bool
 	// Pinned runs are exempt from retention until unpinned.
 	Pinned bool
 	// FilesExpiredAt is when retention deleted the run's log and report files; nil: kept.

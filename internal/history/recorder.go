@@ -27,23 +27,32 @@ func Outcomes(run *domain.Execution) []domain.TestOutcome {
 	return out
 }
 
-// Record records a finished run's results in its tests' histories, then applies the automatic
-// quarantine rule of its project and judges it with the project's gate. Recording a run again
+// Record records a finished run's results in its tests' histories and judges it with its
+// project's gate, then applies the project's automatic quarantine rule (for later runs). Recording a run again
 // does nothing. It is the post-run chain's, and the catch-up's, for runs it missed.
+//
+// The results and the gate are written in one transaction: once a run is marked recorded its
+// outcome no longer changes, which the run list's caches rely on.
 func (s *Service) Record(ctx context.Context, run *domain.Execution) error {
-	if run == nil || !run.Status.Final() {
+	if run == nil || !run.Status.Final() || run.TestsRecorded {
 		return nil
 	}
-	if err := s.store.Tests().Record(ctx, store.RunResults{Run: run, Outcomes: Outcomes(run)}); err != nil {
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Tests().Record(ctx, store.RunResults{Run: run, Outcomes: Outcomes(run)}); err != nil {
+			return err
+		}
+		if run.ProjectID == "" {
+			return nil
+		}
+		return s.judge(ctx, tx, run)
+	})
+	if err != nil || run.ProjectID == "" {
 		return err
-	}
-	if run.ProjectID == "" {
-		return nil
 	}
 	if err := s.autoQuarantine(ctx, run); err != nil {
 		s.log.Warn("applying the project's automatic quarantine failed", "task", run.TaskID, "err", err)
 	}
-	return s.judge(ctx, run)
+	return nil
 }
 
 // catchUpBatch is how many runs one catch-up read takes.

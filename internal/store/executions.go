@@ -15,6 +15,24 @@ type ProjectRepo interface {
 	Update(ctx context.Context, p *domain.Project) error              // by OrganizationID and ID
 	Delete(ctx context.Context, orgID, id string) error
 	Count(ctx context.Context, orgID string) (int, error)
+	// GateRules returns the quality-gate rules of the organization's project, nil when it has
+	// none; ErrNotFound for another organization's project.
+	GateRules(ctx context.Context, orgID, id string) (*domain.GateRules, error)
+	// SetGateRules replaces the project's gate rules (nil: none); ErrNotFound for another
+	// organization's project.
+	SetGateRules(ctx context.Context, orgID, id string, r *domain.GateRules) error
+}
+
+// BaselineQuery chooses a run's baseline: the newest run finished before Before (by finish
+// time, then ID: a run finished at the same instant with a smaller BeforeID counts as before),
+// in one of Statuses, of the project (of Image among runs without a project when ProjectID is
+// ""), carrying every one of Labels.
+type BaselineQuery struct {
+	ProjectID, Image string
+	Labels           []domain.Label
+	Statuses         []domain.ExecStatus
+	Before           time.Time
+	BeforeID         string
 }
 
 // ExecutionFilter narrows a listing.
@@ -103,6 +121,10 @@ type ExecutionRepo interface {
 	// SetGate records the quality gate's judgement of the organization's run (by internal ID);
 	// nil clears it. ErrNotFound for another organization's run.
 	SetGate(ctx context.Context, orgID, id string, g *domain.Gate) error
+	// Baseline returns the organization's run that q chooses, whole but for its Tickets (it is
+	// read to be compared with); nil, nil when there is none. One query on the organization's
+	// runs by finish time.
+	Baseline(ctx context.Context, orgID string, q BaselineQuery) (*domain.Execution, error)
 	// Expired lists RUNNING executions whose lease ended before now.
 	Expired(ctx context.Context, now time.Time) ([]domain.Execution, error)
 	// ExtendLeases moves the lease of every RUNNING or ANALYZING run that ends before until to

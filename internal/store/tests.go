@@ -21,6 +21,9 @@ type TestFilter struct {
 	Limit, Offset      int
 }
 
+// TestName is a test's identity within its scope.
+type TestName struct{ Suite, Name string }
+
 // RunResults is what recording a finished run's tests needs: the run and its outcomes, each
 // with Suite and Name set (TestID is found or made by the store).
 type RunResults struct {
@@ -52,6 +55,9 @@ type TestRepo interface {
 	// ForRun returns the outcomes recorded for the organization's run (by internal ID), with
 	// their tests' Suite and Name, in no particular order.
 	ForRun(ctx context.Context, orgID, executionID string) ([]domain.TestOutcome, error)
+	// IDs returns the IDs of the scope's tests named, by name; names without a test are left
+	// out. A few statements for thousands of names.
+	IDs(ctx context.Context, orgID, scope string, names []TestName) (map[TestName]string, error)
 	// Quarantined returns the scope's tests under a quarantine active at now.
 	Quarantined(ctx context.Context, orgID, scope string, now time.Time) ([]domain.TrackedTest, error)
 	// SetQuarantine sets (q non-nil) or lifts (nil) the organization's test's quarantine;

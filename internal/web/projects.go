@@ -90,7 +90,21 @@ func (s *Server) project(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "project", "Project "+p.Name, viewProject(p))
+	d := projectPage{projectView: viewProject(p)}
+	if s.gates != nil {
+		if rules, err := s.gates.GateRules(r.Context(), stateOf(r).p, p.ID); err == nil {
+			d.Gate = viewGateRules(rules)
+		} else {
+			s.log.Warn("reading a project's gate rules for its page", "project", p.ID, "err", err)
+		}
+	}
+	s.render(w, r, http.StatusOK, "project", "Project "+p.Name, d)
+}
+
+// projectPage is a project's page: its form, and its gate rules (nil: not available).
+type projectPage struct {
+	projectView
+	Gate *gateForm
 }
 
 // projectInput reads the project form. Secrets: secretKey/secretValue pairs for the stored

@@ -291,6 +291,9 @@ type runData struct {
 	AnalysisActions *analysisActions
 	// TicketButtons are the trackers a finished run may be filed in.
 	TicketButtons []ticketButton
+	// Gate is the run's quality gate (nil: none); Compare: the compare form is offered.
+	Gate    *runGate
+	Compare bool
 
 	// TestsFrom and TestsTo number the page's tests among the TestsKept the run kept (from 1);
 	// TestsNotKept are the run's tests past what a run keeps, counted in its summary only.
@@ -310,7 +313,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := runData{Run: e, Finished: e.Status.Final(), AnalysisActions: s.analysisActionsFor(e, st.p.CanWrite())}
+	d := runData{Run: e, Finished: e.Status.Final(), AnalysisActions: s.analysisActionsFor(e, st.p.CanWrite()),
+		Gate: viewGate(e.Gate), Compare: e.Status.Final() && s.gates != nil}
 	if d.Finished {
 		d.TicketButtons = s.runTickets(r)
 	}

@@ -64,6 +64,8 @@ type Deps struct {
 	Planner ports.Planner
 	// Trackers serves /settings/integrations and a run's ticket buttons; nil: not available.
 	Trackers ports.Trackers
+	// Gates serve a project's gate rules and the compare page; nil: not available.
+	Gates ports.Gates
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -99,6 +101,7 @@ type Server struct {
 	histories  ports.Histories
 	planner    ports.Planner
 	trackers   ports.Trackers
+	gates      ports.Gates
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -130,6 +133,7 @@ func New(d Deps) *Server {
 		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, outage: d.Outage, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
+	s.gates = d.Gates
 	s.routes()
 	return s
 }
@@ -164,6 +168,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /projects", s.signedIn(s.csrf(s.takes("api", s.createProject))))
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.takes("api", s.updateProject))))
+	s.mux.HandleFunc("POST /projects/{id}/gate", s.signedIn(s.csrf(s.takes("api", s.updateGate))))
+	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only
 	// to admins) and the caller's API keys.

@@ -23,14 +23,15 @@ func (s *Store) Executions() store.ExecutionRepo { return executionRepo{s} }
 type executionRepo struct{ s *Store }
 
 // insertColumns are those a run is queued with; executionColumns add what is recorded after
-// it ended (its quarantined failures, its gate, retention's pin and expiry).
+// it ended (its quarantined failures, its gate, retention's pin and expiry, whether its tests
+// are recorded).
 const insertColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, runner_instance, container_id, lease_until, cancel_requested,
 	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
 
-const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at`
+const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at, tests_recorded`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
 // analysis (a run's parsed results can be large, and listing would read and decode them for
@@ -66,7 +67,7 @@ func newExecRow() *execRow {
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
 		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels,
-		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired}
+		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired, &e.TestsRecorded}
 	return x
 }
 
@@ -456,9 +457,10 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, ids []string)
 	return out, nil
 }
 
-// finalRuns keeps the list rows of runs in a final status. Such a row never changes: every
-// write to a run is conditioned on a status before the final ones, and Delete removes it (its
-// ID is never reused). A cached row therefore never goes stale, on any replica, and a page of
+// finalRuns keeps the list rows of runs in a final status whose tests are recorded. Such a row
+// never changes: every write to a run's outcome is conditioned on a status before the final
+// ones, its gate is judged in the transaction that records its tests (history.Service.Record),
+// and Delete removes it (its ID is never reused). A cached row therefore never goes stale, on any replica, and a page of
 // finished runs costs a query of their IDs. Its IDs come from the caller's organization's own
 // query, so no run is ever read across organizations. The slices of a row are shared by the
 // copies handed out: callers do not change them.
@@ -483,9 +485,9 @@ func (c *finalRuns) get(id string, e *domain.Execution) bool {
 	return ok
 }
 
-// put keeps e if it is final; past the bound an arbitrary run makes room.
+// put keeps e if it is final and its tests recorded; past the bound an arbitrary run makes room.
 func (c *finalRuns) put(e *domain.Execution) {
-	if c == nil || !e.Status.Final() || e.ID == "" {
+	if c == nil || !e.Status.Final() || !e.TestsRecorded || e.ID == "" {
 		return
 	}
 	c.mu.Lock()
@@ -793,6 +795,35 @@ func (r executionRepo) SetGate(ctx context.Context, orgID, id string, g *domain.
 		text = j[0]
 	}
 	return r.s.execOne(ctx, `UPDATE executions SET gate = ? WHERE organization_id = ? AND id = ?`, text, orgID, id)
+}
+
+// Baseline reads the run q chooses: the organization's runs by finish time, newest first,
+// through the (organization_id, finished_at) index.
+func (r executionRepo) Baseline(ctx context.Context, orgID string, q store.BaselineQuery) (*domain.Execution, error) {
+	if len(q.Statuses) == 0 {
+		return nil, nil
+	}
+	before := millis(q.Before)
+	where := `organization_id = ? AND finished_at IS NOT NULL AND (finished_at < ? OR (finished_at = ? AND id < ?))
+		AND project_id = ? AND status IN (` + placeholders(len(q.Statuses)) + `)`
+	args := []any{orgID, before, before, q.BeforeID, q.ProjectID}
+	for _, st := range q.Statuses {
+		args = append(args, st)
+	}
+	if q.ProjectID == "" {
+		where += ` AND image = ?`
+		args = append(args, q.Image)
+	}
+	for _, l := range q.Labels {
+		where += ` AND id IN (SELECT execution_id FROM execution_labels WHERE organization_id = ? AND label_key = ? AND label_value = ?)`
+		args = append(args, orgID, l.Key, l.Value)
+	}
+	e, err := get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions WHERE `+where+`
+		ORDER BY finished_at DESC, id DESC LIMIT 1`, args...)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return e, err
 }
 
 // analysisJSON is the parameter for the analysis column: NULL for none.

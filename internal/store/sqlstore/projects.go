@@ -297,3 +297,34 @@ func plainInt(text, key string) (int64, string, bool) {
 	}
 	return n, rest[i:], true
 }
+
+// GateRules reads the project's gate rules (the gate_rules column: JSON, empty for none).
+func (r projectRepo) GateRules(ctx context.Context, orgID, id string) (*domain.GateRules, error) {
+	return get(ctx, r.s, func(sc scanner) (*domain.GateRules, error) {
+		var text string
+		if err := sc.Scan(&text); err != nil {
+			return nil, err
+		}
+		if text == "" {
+			return (*domain.GateRules)(nil), nil
+		}
+		var g domain.GateRules
+		if err := decodeJSON(text, &g); err != nil {
+			return nil, err
+		}
+		return &g, nil
+	}, `SELECT gate_rules FROM projects WHERE organization_id = ? AND id = ?`, orgID, id)
+}
+
+// SetGateRules stores the project's gate rules as JSON (empty for nil).
+func (r projectRepo) SetGateRules(ctx context.Context, orgID, id string, g *domain.GateRules) error {
+	text := ""
+	if g != nil {
+		j, err := marshalJSON(g)
+		if err != nil {
+			return err
+		}
+		text = j[0]
+	}
+	return r.s.execOne(ctx, `UPDATE projects SET gate_rules = ? WHERE organization_id = ? AND id = ?`, text, orgID, id)
+}

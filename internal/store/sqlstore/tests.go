@@ -404,6 +404,43 @@ func (r testRepo) ForRun(ctx context.Context, orgID, executionID string) ([]doma
 		WHERE r.execution_id = ? AND r.organization_id = ?`, executionID, orgID)
 }
 
+// IDs reads the tests by name a chunk at a time through the (organization, scope, suite, name)
+// index, only their IDs and names.
+func (r testRepo) IDs(ctx context.Context, orgID, scope string, names []store.TestName) (map[store.TestName]string, error) {
+	out := make(map[store.TestName]string, len(names))
+	wanted := make(map[store.TestName]bool, len(names))
+	seen := make(map[string]bool, len(names))
+	var unique []string
+	for _, n := range names {
+		wanted[n] = true
+		if !seen[n.Name] {
+			seen[n.Name] = true
+			unique = append(unique, n.Name)
+		}
+	}
+	for start := 0; start < len(unique); start += recordChunk {
+		chunk := unique[start:min(start+recordChunk, len(unique))]
+		args := make([]any, 0, len(chunk)+2)
+		args = append(args, orgID, scope)
+		for _, n := range chunk {
+			args = append(args, n)
+		}
+		rows, err := list(ctx, r.s, func(sc scanner) (*[3]string, error) {
+			var v [3]string
+			return &v, sc.Scan(&v[0], &v[1], &v[2])
+		}, `SELECT id, suite, name FROM tests WHERE organization_id = ? AND scope = ? AND name IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range rows {
+			if k := (store.TestName{Suite: v[1], Name: v[2]}); wanted[k] { // not the same name in another suite
+				out[k] = v[0]
+			}
+		}
+	}
+	return out, nil
+}
+
 func (r testRepo) Quarantined(ctx context.Context, orgID, scope string, now time.Time) ([]domain.TrackedTest, error) {
 	return list(ctx, r.s, scanTest, `SELECT `+testColumns+` FROM tests
 		WHERE organization_id = ? AND scope = ? AND quarantine_until > ?`, orgID, scope, millis(now))

@@ -34,7 +34,9 @@ func TestTestHistoryAndQuarantine(t *testing.T) {
 				if env != nil {
 					body["envVars"] = env
 				}
-				return h.waitFor(a, h.queue(a, body), 90*time.Second, final)
+				r := h.waitFor(a, h.queue(a, body), 90*time.Second, final)
+				h.recorded(admin.orgID, r.str("execution", "taskId"))
+				return r
 			}
 			main1 := map[string]string{"branch": "main", "commit": "c1"}
 			// health flips pass → fail → pass on one commit: two flake events, flaky.
@@ -170,6 +172,23 @@ func TestTestHistoryAndQuarantine(t *testing.T) {
 	}
 }
 
+// recorded waits until the organization's finished run taskID is in its tests' histories: a
+// run's final status is visible a moment before its results are recorded.
+func (h *harness) recorded(orgID, taskID string) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e, err := h.app.Store.Executions().Get(h.t.Context(), orgID, taskID)
+		if err == nil && e.TestsRecorded {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("run %s not recorded in 30 s (%v)", taskID, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A run whose recording the post-run chain missed (here: runs marked unrecorded again, as
 // runs from before histories were kept are) is recorded by the catch-up, once.
 func TestTestHistoryCatchUp(t *testing.T) {
@@ -186,6 +205,7 @@ func TestTestHistoryCatchUp(t *testing.T) {
 	a := bearer(admin.token)
 	task := h.queue(a, map[string]any{"image": failImage})
 	h.waitFor(a, task, 90*time.Second, final)
+	h.recorded(admin.orgID, task)
 	ctx := t.Context()
 	if _, err := db.ExecContext(ctx, `DELETE FROM test_results`); err != nil {
 		t.Fatal(err)
@@ -221,6 +241,7 @@ func TestWebTestHistory(t *testing.T) {
 	project := p.str("project", "id")
 	first := h.queue(a, map[string]any{"projectId": project})
 	h.waitFor(a, first, 90*time.Second, final)
+	h.recorded(admin.orgID, first)
 
 	b := h.browser(t)
 	b.get("/login")
@@ -249,6 +270,7 @@ func TestWebTestHistory(t *testing.T) {
 
 	second := h.queue(a, map[string]any{"projectId": project})
 	h.waitFor(a, second, 90*time.Second, final)
+	h.recorded(admin.orgID, second)
 	run := b.get("/runs/" + second)
 	wantStatus(t, "run page", run, 200, `id="quarantined-failures"`)
 	if !strings.Contains(run.body, `<a href="/tests/`+id+`">login rejects a wrong password</a>`) {
@@ -299,7 +321,9 @@ func TestAutoQuarantine(t *testing.T) {
 				if env != nil {
 					body["envVars"] = env
 				}
-				h.waitFor(a, h.queue(a, body), 90*time.Second, final)
+				task := h.queue(a, body)
+				h.waitFor(a, task, 90*time.Second, final)
+				h.recorded(admin.orgID, task)
 			}
 			q := h.do("GET", "/api/tests?projectId="+project+"&quarantined=true", a, nil)
 			if q.get("data", "total") != 1.0 {

@@ -325,7 +325,14 @@ func TestAutoQuarantine(t *testing.T) {
 				h.waitFor(a, task, 90*time.Second, final)
 				h.recorded(admin.orgID, task)
 			}
-			q := h.do("GET", "/api/tests?projectId="+project+"&quarantined=true", a, nil)
+			// The rule is applied right after the run is recorded.
+			var q resp
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				q = h.do("GET", "/api/tests?projectId="+project+"&quarantined=true", a, nil)
+				if q.get("data", "total") == 1.0 || time.Now().After(deadline) {
+					break
+				}
+			}
 			if q.get("data", "total") != 1.0 {
 				t.Fatalf("auto-quarantined: %s", q.raw)
 			}

@@ -219,6 +219,10 @@ type ExecutionListItem struct {
 	HTMLReportURL   *string        `json:"htmlReportUrl"`
 	AllureReportURL *string        `json:"allureReportUrl"`
 	Artifacts       []string       `json:"artifacts"`
+	// Pinned runs are exempt from retention until unpinned.
+	Pinned bool `json:"pinned"`
+	// FilesExpiredAt is when retention deleted the run's log and report files; null: kept.
+	FilesExpiredAt *string `json:"filesExpiredAt"`
 }
 
 // Execution is the full view of an execution, as GET /api/executions/{taskId} and the
@@ -345,7 +349,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
-		Artifacts: []string{},
+		Artifacts: []string{}, Pinned: e.Pinned, FilesExpiredAt: tsPtr(e.FilesExpiredAt),
 	}
 	if item.Labels == nil {
 		item.Labels = map[string]string{}
@@ -359,7 +363,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 // that has not recorded them (nil) gets no links (the API fills them in first, see
 // Server.recordIndexes).
 func (v Views) reportLinks(e *domain.Execution, item *ExecutionListItem) {
-	if len(e.ReportIndexes) == 0 {
+	if len(e.ReportIndexes) == 0 || e.FilesExpiredAt != nil {
 		return
 	}
 	base := v.reportOrigin + reportBase(e.OrganizationID, e.TaskID)

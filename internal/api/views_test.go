@@ -48,6 +48,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{},
 		"testsNotKept": max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
+		"pinned": e.Pinned, "filesExpiredAt": legacyTsPtr(e.FilesExpiredAt),
 	}
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
 	var html, allure any

@@ -31,7 +31,9 @@ type Job struct {
 	Max      domain.Retention
 	Interval time.Duration // between passes [10m]
 	// Batch is the most runs one step writes [100]: a short transaction, so that on SQLite the
-	// one writer is held for milliseconds, and readers are never held.
+	// one writer is held for milliseconds, and readers are never held. After each step the job
+	// rests as long as the step took: working through a backlog, it takes at most half of a
+	// core from the requests the server answers meanwhile.
 	Batch int
 	Clock domain.Clock // [domain.SystemClock]
 	Log   *slog.Logger // [slog.Default()]
@@ -125,6 +127,7 @@ func (j *Job) Organization(ctx context.Context, org *domain.Organization) (Resul
 	logsBefore, runsBefore := domain.RetentionCutoffs(domain.EffectiveRetention(org.Plan, org.Retention, j.Max), now)
 	note := domain.FilesExpiredNote(now)
 	for {
+		start := time.Now()
 		batch, err := j.Store.Executions().ExpireFiles(ctx, org.ID, logsBefore, now, note, j.Batch)
 		if err != nil {
 			return res, err
@@ -140,8 +143,12 @@ func (j *Job) Organization(ctx context.Context, org *domain.Organization) (Resul
 		if len(batch) < j.Batch {
 			break
 		}
+		if err := rest(ctx, time.Since(start)); err != nil {
+			return res, err
+		}
 	}
 	for {
+		start := time.Now()
 		batch, err := j.Store.Executions().ListExpired(ctx, org.ID, runsBefore, j.Batch)
 		if err != nil || len(batch) == 0 {
 			return res, err
@@ -157,6 +164,21 @@ func (j *Job) Organization(ctx context.Context, org *domain.Organization) (Resul
 		if err != nil || n == 0 || len(batch) < j.Batch {
 			return res, err
 		}
+		if err := rest(ctx, time.Since(start)); err != nil {
+			return res, err
+		}
+	}
+}
+
+// rest waits d (the time the step before took), or until ctx ends.
+func rest(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

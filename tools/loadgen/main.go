@@ -414,18 +414,17 @@ func run(args []string) error {
 		}()
 	}
 	time.Sleep(*warmup)
-	var t0 time.Time
 	var elapsed time.Duration
 	expired := -1
 	if *expiryWant > 0 {
-		if t0, elapsed, expired, err = measureExpiry(&measuring, *expiryDB, *expiryData, *expiryWant, *expiryTimeout); err != nil {
+		if elapsed, expired, err = measureExpiry(&measuring, *expiryDB, *expiryData, *expiryWant, *expiryTimeout); err != nil {
 			stop.Store(true)
 			wg.Wait()
 			return err
 		}
 	} else {
 		measuring.Store(true)
-		t0 = time.Now()
+		t0 := time.Now()
 		time.Sleep(*duration)
 		measuring.Store(false)
 		elapsed = time.Since(t0)
@@ -463,12 +462,12 @@ func run(args []string) error {
 }
 
 // measureExpiry turns measuring on once the first run's files have expired and off once want
-// of them have (or after timeout), polling the database every 100 ms. It returns when it
-// started, how long it measured and how many runs had expired at its end.
-func measureExpiry(measuring *atomic.Bool, dbURL, dataDir string, want int, timeout time.Duration) (time.Time, time.Duration, int, error) {
+// of them have (or after timeout), polling the database every 100 ms. It returns how long it
+// measured and how many runs had expired at its end.
+func measureExpiry(measuring *atomic.Bool, dbURL, dataDir string, want int, timeout time.Duration) (time.Duration, int, error) {
 	db, err := openCounter(dbURL, dataDir)
 	if err != nil {
-		return time.Time{}, 0, 0, err
+		return 0, 0, err
 	}
 	defer db.Close()
 	ctx := context.Background()
@@ -477,7 +476,7 @@ func measureExpiry(measuring *atomic.Bool, dbURL, dataDir string, want int, time
 	for {
 		n, err := expiredRuns(ctx, db)
 		if err != nil {
-			return time.Time{}, 0, 0, err
+			return 0, 0, err
 		}
 		if n > 0 && t0.IsZero() {
 			measuring.Store(true)
@@ -486,9 +485,9 @@ func measureExpiry(measuring *atomic.Bool, dbURL, dataDir string, want int, time
 		if n >= want || time.Now().After(deadline) {
 			measuring.Store(false)
 			if t0.IsZero() {
-				return time.Time{}, 0, n, fmt.Errorf("no run expired within %s", timeout)
+				return 0, n, fmt.Errorf("no run expired within %s", timeout)
 			}
-			return t0, time.Since(t0), n, nil
+			return time.Since(t0), n, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -168,21 +168,23 @@ func testRetention(t *testing.T, open Opener) {
 		o := f.org()
 		cutoff := base
 		var want []string
-		for i := range 40 {
+		for i := range 120 {
 			e := finishedRun(f, o.ID, cutoff.Add(-time.Duration(i+1)*time.Minute), 5, nil)
 			want = append(want, e.TaskID)
 		}
-		must(t, f.s.Organizations().AddStorageUsed(f.ctx, o.ID, 40*5+1))
+		must(t, f.s.Organizations().AddStorageUsed(f.ctx, o.ID, 120*5+1))
 		var mu sync.Mutex
 		var got []store.RunFiles
 		var wg sync.WaitGroup
-		errs := make(chan error, 4)
-		for range 4 {
+		errs := make(chan error, 6)
+		start := make(chan struct{})
+		for range 6 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				<-start
 				for {
-					batch, err := f.s.Executions().ExpireFiles(f.ctx, o.ID, cutoff, base, "expired", 7)
+					batch, err := f.s.Executions().ExpireFiles(f.ctx, o.ID, cutoff, base, "expired", 20)
 					if err != nil {
 						errs <- err
 						return
@@ -196,6 +198,7 @@ func testRetention(t *testing.T, open Opener) {
 				}
 			}()
 		}
+		close(start)
 		wg.Wait()
 		close(errs)
 		for err := range errs {

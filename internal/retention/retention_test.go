@@ -50,7 +50,7 @@ func (w *world) run(org *domain.Organization, age time.Duration, pinned bool) *d
 	end := now.Add(-age)
 	started := end.Add(-time.Minute)
 	e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: fmt.Sprintf("run-%d", w.n), Image: "suite:1",
-		Status: domain.ExecRunning, RunnerID: "r", QueuedAt: started, StartedAt: &started, Pinned: pinned,
+		Status: domain.ExecRunning, RunnerID: "r", QueuedAt: started, StartedAt: &started,
 		Labels: map[string]string{"branch": "main"}}
 	must(w.t, w.st.Executions().Create(ctx, e))
 	must(w.t, w.st.Logs().Append(ctx, e.ID, 1, "line one of "+e.TaskID+"\n"))
@@ -62,6 +62,9 @@ func (w *world) run(org *domain.Organization, age time.Duration, pinned bool) *d
 		ReportDirs: []string{"playwright-report"}, ReportIndexes: []string{"playwright-report"}, ReportBytes: n,
 		Summary: domain.Summary{Total: 1, Passed: 1}, Tests: []domain.TestResult{{Name: "t", Status: domain.TestPassed}}}))
 	must(w.t, w.st.Organizations().AddStorageUsed(ctx, org.ID, n))
+	if pinned {
+		must(w.t, w.st.Executions().SetPinned(ctx, org.ID, e.TaskID, true))
+	}
 	got, err := w.st.Executions().Get(ctx, org.ID, e.TaskID)
 	must(w.t, err)
 	return got

@@ -22,11 +22,15 @@ func (s *Store) Executions() store.ExecutionRepo { return executionRepo{s} }
 
 type executionRepo struct{ s *Store }
 
-const executionColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
+// insertColumns are those a run is queued with; executionColumns add what is recorded after
+// it ended (its quarantined failures, its gate, retention's pin and expiry).
+const insertColumns = `id, organization_id, task_id, project_id, image, command, environment, base_url, folder,
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, runner_instance, container_id, lease_until, cancel_requested,
-	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels, pinned, files_expired_at`
+	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
+
+const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
 // analysis (a run's parsed results can be large, and listing would read and decode them for
@@ -47,7 +51,7 @@ func scanExecution(r scanner) (*domain.Execution, error) {
 type execRow struct {
 	e                                                          domain.Execution
 	reportFolders, envNames, summary, tests, reportDirs, notes string
-	labels                                                     string
+	labels, quarantined, gate                                  string
 	reportIndexes, analysis                                    sql.NullString
 	exitCode, started, finished, lease, filesExpired           sql.NullInt64
 	queued                                                     int64
@@ -62,7 +66,7 @@ func newExecRow() *execRow {
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
 		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels,
-		&e.Pinned, &x.filesExpired}
+		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired}
 	return x
 }
 
@@ -94,6 +98,17 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 	if len(x.e.Labels) == 0 {
 		x.e.Labels = nil // none, as a run is queued without labels
 	}
+	if x.quarantined != "[]" && x.quarantined != "" {
+		if err := decodeJSON(x.quarantined, &x.e.QuarantinedFailures); err != nil {
+			return err
+		}
+	}
+	if x.gate != "" {
+		if err := decodeJSON(x.gate, &x.e.Gate); err != nil {
+			return err
+		}
+	}
+	x.e.FilesExpiredAt = timePtr(x.filesExpired)
 	if x.exitCode.Valid {
 		c := int(x.exitCode.Int64)
 		x.e.ExitCode = &c
@@ -102,7 +117,6 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 	x.e.StartedAt = timePtr(x.started)
 	x.e.FinishedAt = timePtr(x.finished)
 	x.e.LeaseUntil = timePtr(x.lease)
-	x.e.FilesExpiredAt = timePtr(x.filesExpired)
 	*e = x.e
 	return nil
 }
@@ -151,14 +165,14 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
-		res, err := s.exec(ctx, `INSERT INTO executions (`+executionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		res, err := s.exec(ctx, `INSERT INTO executions (`+insertColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
 			nullMillis(e.FinishedAt), e.RunnerID, e.RunnerInstance, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6], e.Pinned, nullMillis(e.FilesExpiredAt))
+			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6])
 		if err != nil {
 			return err
 		}

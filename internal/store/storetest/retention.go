@@ -25,6 +25,38 @@ func testRetention(t *testing.T, open Opener) {
 			}
 		})
 	}
+	// pin pins the run e; a run is queued unpinned.
+	pin := func(f *fixture, e *domain.Execution) {
+		f.t.Helper()
+		must(f.t, f.s.Executions().SetPinned(f.ctx, e.OrganizationID, e.TaskID, true))
+		e.Pinned = true
+	}
+	// expire marks the files of the runs es expired at at, alone of their organization's runs
+	// (the others are pinned meanwhile); a run is queued with its files.
+	expire := func(f *fixture, at time.Time, es ...*domain.Execution) {
+		f.t.Helper()
+		for _, e := range es {
+			page, _, err := f.s.Executions().List(f.ctx, e.OrganizationID, store.ExecutionFilter{})
+			must(f.t, err)
+			var held []domain.Execution
+			for _, r := range page {
+				if !r.Pinned && !slices.ContainsFunc(es, func(x *domain.Execution) bool { return x.ID == r.ID }) {
+					held = append(held, r)
+					must(f.t, f.s.Executions().SetPinned(f.ctx, r.OrganizationID, r.TaskID, true))
+				}
+			}
+			_, err = f.s.Executions().ExpireFiles(f.ctx, e.OrganizationID, e.FinishedAt.Add(time.Millisecond), at, "expired", 1000)
+			must(f.t, err)
+			for _, r := range held {
+				must(f.t, f.s.Executions().SetPinned(f.ctx, r.OrganizationID, r.TaskID, false))
+			}
+			got := f.getRun(e.OrganizationID, e.TaskID)
+			if got.FilesExpiredAt == nil {
+				f.t.Fatalf("%s did not expire", e.TaskID)
+			}
+			e.FilesExpiredAt, e.ReportBytes = got.FilesExpiredAt, 0
+		}
+	}
 	storage := func(f *fixture, orgID string) int64 {
 		f.t.Helper()
 		o, err := f.s.Organizations().Get(f.ctx, orgID)
@@ -43,7 +75,9 @@ func testRetention(t *testing.T, open Opener) {
 	t.Run("PinnedAndExpiredRoundTrip", func(t *testing.T) {
 		f := setup(t, open)
 		o := f.org()
-		e := finishedRun(f, o.ID, base, 10, func(e *domain.Execution) { e.Pinned, e.FilesExpiredAt = true, ptr(base.Add(time.Hour)) })
+		e := finishedRun(f, o.ID, base, 10, nil)
+		expire(f, base.Add(time.Hour), e)
+		pin(f, e)
 		got := f.getRun(o.ID, e.TaskID)
 		equal(t, "Get pinned", got.Pinned, true)
 		equal(t, "Get filesExpiredAt", got.FilesExpiredAt, ptr(base.Add(time.Hour)))
@@ -102,9 +136,11 @@ func testRetention(t *testing.T, open Opener) {
 			due = append(due, finishedRun(f, o.ID, cutoff.Add(-time.Duration(5-i)*time.Hour), int64(10*(i+1)), nil))
 		}
 		failed := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 7, func(e *domain.Execution) { e.Status = domain.ExecFailed })
-		pinned := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 100, func(e *domain.Execution) { e.Pinned = true })
+		pinned := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 100, nil)
+		pin(f, pinned)
 		recent := finishedRun(f, o.ID, cutoff.Add(time.Minute), 100, nil)
-		expired := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 0, func(e *domain.Execution) { e.FilesExpiredAt = ptr(cutoff) })
+		expired := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 0, nil)
+		expire(f, cutoff, expired)
 		going := f.runWith(o.ID, cutoff.AddDate(0, 0, -1), func(e *domain.Execution) { e.Status = domain.ExecRunning })
 		theirs := finishedRun(f, other.ID, cutoff.Add(-time.Hour), 100, nil)
 		// The list page is read (and its runs cached) before they expire.
@@ -213,20 +249,15 @@ func testRetention(t *testing.T, open Opener) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()
 		cutoff := base.AddDate(0, 0, -90)
-		old := func(edit func(e *domain.Execution)) *domain.Execution {
-			return finishedRun(f, o.ID, cutoff.Add(-time.Hour), 0, func(e *domain.Execution) {
-				e.FilesExpiredAt = ptr(cutoff)
-				e.Labels = map[string]string{"branch": "main"}
-				if edit != nil {
-					edit(e)
-				}
-			})
+		old := func(end time.Time) *domain.Execution {
+			return finishedRun(f, o.ID, end, 0, func(e *domain.Execution) { e.Labels = map[string]string{"branch": "main"} })
 		}
-		a, b := old(nil), old(nil)
-		pinned := old(func(e *domain.Execution) { e.Pinned = true })
+		a, b, pinned := old(cutoff.Add(-time.Hour)), old(cutoff.Add(-time.Hour)), old(cutoff.Add(-time.Hour))
 		kept := finishedRun(f, o.ID, cutoff.Add(-time.Hour), 10, nil) // its files did not expire yet
-		young := old(func(e *domain.Execution) { e.FinishedAt = ptr(cutoff.Add(time.Hour)) })
-		theirs := finishedRun(f, other.ID, cutoff.Add(-time.Hour), 0, func(e *domain.Execution) { e.FilesExpiredAt = ptr(cutoff) })
+		young := old(cutoff.Add(time.Hour))
+		theirs := finishedRun(f, other.ID, cutoff.Add(-time.Hour), 0, nil)
+		expire(f, cutoff, a, b, pinned, young, theirs)
+		pin(f, pinned)
 		listed, err := f.s.Executions().ListExpired(f.ctx, o.ID, cutoff, 100)
 		must(t, err)
 		equal(t, "ListExpired", taskIDs(listed), taskIDs([]store.RunFiles{{TaskID: a.TaskID}, {TaskID: b.TaskID}}))

@@ -83,6 +83,11 @@ func (j *Job) Run(ctx context.Context) {
 	}
 }
 
+// logChunksPerStatement bounds the log chunks one statement deletes (a chunk is a runner's
+// batch of lines, at most about 48 KiB): a write of at most about 10 MiB, whatever the runs'
+// logs hold.
+const logChunksPerStatement = 200
+
 // orgPage is how many organizations a pass reads at a time.
 const orgPage = 100
 
@@ -132,12 +137,24 @@ func (j *Job) Organization(ctx context.Context, org *domain.Organization) (Resul
 		if err != nil {
 			return res, err
 		}
-		for _, r := range batch {
+		ids := make([]string, len(batch))
+		for i, r := range batch {
+			ids[i] = r.ID
 			res.Expired++
 			res.Freed += r.ReportBytes
-			if err := j.Store.Logs().DeleteAll(ctx, r.ID); err != nil {
-				return res, err // the chunks left go with the run's row
+		}
+		// The batch's log chunks, a bounded number a statement; those left (the process
+		// stopped) go with the runs' rows.
+		for {
+			n, err := j.Store.Logs().DeleteChunks(ctx, ids, logChunksPerStatement)
+			if err != nil {
+				return res, err
 			}
+			if n < logChunksPerStatement {
+				break
+			}
+		}
+		for _, r := range batch {
 			j.deleteReports(ctx, org.ID, r.TaskID)
 		}
 		if len(batch) < j.Batch {

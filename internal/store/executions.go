@@ -183,6 +183,9 @@ type LogRepo interface {
 	// Size is the log's length in bytes so far (0 for none), where ReadFrom of a tail starts.
 	Size(ctx context.Context, executionID string) (int64, error)
 	DeleteAll(ctx context.Context, executionID string) error
+	// DeleteChunks deletes up to limit log chunks of the runs executionIDs (a bounded write:
+	// call it again until it deletes fewer than limit) and says how many it deleted.
+	DeleteChunks(ctx context.Context, executionIDs []string, limit int) (int, error)
 }
 
 // FailureOccurrence is one failed test of a run, by its signature.

@@ -21,62 +21,70 @@ func (r executionRepo) SetPinned(ctx context.Context, orgID, taskID string, pinn
 // finalStatuses are the parameters of "status IN (?, ?, ?, ?, ?)".
 var finalStatuses = []any{domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled}
 
-// ExpireFiles marks a batch in one transaction: the candidates are read through the
-// (organization_id, finished_at) index, locked on PostgreSQL with SKIP LOCKED (another replica's
-// batch is passed over, not waited for), and each is marked by a write conditioned on it being
-// still unpinned and unexpired, so a pin that committed first keeps its run, and a run marked
-// by another caller is neither marked nor released again.
+// ExpireFiles marks a batch in one transaction of three statements: the candidates are read
+// through the (organization_id, finished_at) index, locked on PostgreSQL with SKIP LOCKED
+// (another replica's batch is passed over, not waited for); one UPDATE marks those still
+// unpinned and unexpired, so a pin that committed first keeps its run and a run marked by
+// another caller is neither marked nor released again, and returns them; the organization's
+// storage goes down by what they held.
 func (r executionRepo) ExpireFiles(ctx context.Context, orgID string, finishedBefore, at time.Time, note string,
 	limit int) ([]store.RunFiles, error) {
+	j, err := marshalJSON(note)
+	if err != nil {
+		return nil, err
+	}
 	var out []store.RunFiles
-	err := r.s.inTx(ctx, func(tx *Store) error {
-		q := `SELECT id, task_id, report_bytes, notes FROM executions
+	err = r.s.inTx(ctx, func(tx *Store) error {
+		q := `SELECT id, task_id, report_bytes FROM executions
 			WHERE organization_id = ? AND finished_at < ? AND status IN (?, ?, ?, ?, ?) AND pinned = ? AND files_expired_at IS NULL
 			ORDER BY finished_at, id LIMIT ?` + tx.d.skipLocked
 		args := append(append([]any{orgID, millis(finishedBefore)}, finalStatuses...), false, limit)
-		type candidate struct {
-			store.RunFiles
-			notes string
-		}
-		var cands []candidate
+		cands := map[string]store.RunFiles{}
 		rows, err := tx.q.QueryContext(ctx, tx.d.rebind(q), args...)
 		if err != nil {
 			return tx.mapErr(err)
 		}
+		var ids []any
 		for rows.Next() {
-			var c candidate
-			if err := rows.Scan(&c.ID, &c.TaskID, &c.ReportBytes, &c.notes); err != nil {
+			var c store.RunFiles
+			if err := rows.Scan(&c.ID, &c.TaskID, &c.ReportBytes); err != nil {
 				rows.Close()
 				return tx.mapErr(err)
 			}
-			cands = append(cands, c)
+			cands[c.ID] = c
+			ids = append(ids, c.ID)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return tx.mapErr(err)
 		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// The note goes at the end of the run's notes, a JSON array as the store writes it
+		// ("[…]", or "null" for none), by plain string functions both databases have.
+		u := `UPDATE executions SET files_expired_at = ?, report_bytes = 0, report_dirs = '[]', report_indexes = '[]',
+			notes = CASE WHEN notes IN ('[]', 'null', '') THEN '[' || CAST(? AS TEXT) || ']'
+				ELSE substr(notes, 1, length(notes) - 1) || ',' || CAST(? AS TEXT) || ']' END
+			WHERE id IN (` + placeholders(len(ids)) + `) AND pinned = ? AND files_expired_at IS NULL RETURNING id`
+		urows, err := tx.q.QueryContext(ctx, tx.d.rebind(u), append(append([]any{millis(at), j[0], j[0]}, ids...), false)...)
+		tx.wrote(u)
+		if err != nil {
+			return tx.mapErr(err)
+		}
 		var freed int64
-		for _, c := range cands {
-			var notes []string
-			if err := decodeJSON(c.notes, &notes); err != nil {
-				return err
+		for urows.Next() {
+			var id string
+			if err := urows.Scan(&id); err != nil {
+				urows.Close()
+				return tx.mapErr(err)
 			}
-			j, err := marshalJSON(append(notes, note))
-			if err != nil {
-				return err
-			}
-			res, err := tx.exec(ctx, `UPDATE executions SET files_expired_at = ?, report_bytes = 0, report_dirs = '[]',
-				report_indexes = '[]', notes = ? WHERE id = ? AND pinned = ? AND files_expired_at IS NULL`,
-				millis(at), j[0], c.ID, false)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 1 {
-				out = append(out, c.RunFiles)
-				freed += c.ReportBytes
-			}
+			out = append(out, cands[id])
+			freed += cands[id].ReportBytes
+		}
+		urows.Close()
+		if err := urows.Err(); err != nil {
+			return tx.mapErr(err)
 		}
 		if freed > 0 {
 			return tx.Organizations().AddStorageUsed(ctx, orgID, -freed)

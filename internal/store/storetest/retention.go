@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -245,6 +246,48 @@ func testRetention(t *testing.T, open Opener) {
 		equal(t, "storage released once", storage(f, o.ID), int64(1))
 	})
 
+	// A caller that reaches runs another caller's open transaction is marking (a replica's
+	// batch in flight) neither marks them again nor releases their bytes again: it passes over
+	// them, or waits and finds them marked.
+	t.Run("ExpireFilesBesideABatchInFlight", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.org()
+		for i := range 8 {
+			finishedRun(f, o.ID, base.Add(-time.Duration(i+1)*time.Minute), 10, nil)
+		}
+		must(t, f.s.Organizations().AddStorageUsed(f.ctx, o.ID, 8*10+1000))
+		var first, second []store.RunFiles
+		marked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			held <- f.s.InTx(f.ctx, func(tx store.Store) error {
+				var err error
+				first, err = tx.Executions().ExpireFiles(f.ctx, o.ID, base, base, "expired", 5)
+				close(marked)
+				<-release
+				return err
+			})
+		}()
+		<-marked
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			second, err = f.s.Executions().ExpireFiles(f.ctx, o.ID, base, base, "expired", 5)
+			done <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the second caller reaches the runs the first holds
+		close(release)
+		must(t, <-held)
+		must(t, <-done)
+		equal(t, "marked by the first", len(first), 5)
+		for _, r := range second {
+			if slices.ContainsFunc(first, func(x store.RunFiles) bool { return x.ID == r.ID }) {
+				t.Errorf("%s marked by both callers", r.TaskID)
+			}
+		}
+		equal(t, "marked by the second", len(second), 3)
+		equal(t, "storage released once", storage(f, o.ID), int64(1000))
+	})
+
 	t.Run("DeleteExpired", func(t *testing.T) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()
@@ -288,6 +331,40 @@ func testRetention(t *testing.T, open Opener) {
 		n, err = f.s.Executions().DeleteExpired(f.ctx, o.ID, nil, cutoff)
 		must(t, err)
 		equal(t, "nothing to delete", n, 0)
+	})
+
+	// DeleteChunks deletes the chunks of the runs it is given, at most limit a statement.
+	t.Run("DeleteChunks", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.org()
+		logged := func(chunks int) *domain.Execution {
+			e := f.runWith(o.ID, base, func(e *domain.Execution) { e.Status, e.RunnerID = domain.ExecRunning, "r" })
+			for i := range chunks {
+				must(t, f.s.Logs().Append(f.ctx, e.ID, i+1, fmt.Sprintf("line %d of %s\n", i, e.TaskID)))
+			}
+			return e
+		}
+		a, b, c := logged(5), logged(3), logged(2)
+		n, err := f.s.Logs().DeleteChunks(f.ctx, []string{a.ID, b.ID}, 6)
+		must(t, err)
+		equal(t, "the first statement", n, 6)
+		n, err = f.s.Logs().DeleteChunks(f.ctx, []string{a.ID, b.ID}, 6)
+		must(t, err)
+		equal(t, "the second statement", n, 2)
+		n, err = f.s.Logs().DeleteChunks(f.ctx, []string{a.ID, b.ID}, 6)
+		must(t, err)
+		equal(t, "nothing left", n, 0)
+		for _, e := range []*domain.Execution{a, b} {
+			size, err := f.s.Logs().Size(f.ctx, e.ID)
+			must(t, err)
+			equal(t, "log left of "+e.TaskID, size, int64(0))
+		}
+		log, err := f.s.Logs().Read(f.ctx, c.ID)
+		must(t, err)
+		equal(t, "another run's log", log, "line 0 of "+c.TaskID+"\nline 1 of "+c.TaskID+"\n")
+		n, err = f.s.Logs().DeleteChunks(f.ctx, nil, 6)
+		must(t, err)
+		equal(t, "no runs", n, 0)
 	})
 
 	t.Run("OrganizationSettings", func(t *testing.T) {

@@ -13,7 +13,7 @@
 # Settings: BENCH_CLIENTS (32), BENCH_DURATION (10s per sample), BENCH_WARMUP (2s), BENCH_ORGS
 # (100), BENCH_RUNS_PER_ORG (100), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
-# PostgreSQL part is skipped), BENCH_TIMEOUT (600 s for this script's own part), BENCH_RUNS=0
+# PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
 # to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage, VERDICT_BIN and
 # BENCH_LOADGEN to use prebuilt binaries.
 #
@@ -31,7 +31,7 @@ DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 ORGS=${BENCH_ORGS:-100}
 RUNS_PER_ORG=${BENCH_RUNS_PER_ORG:-100}
-TIMEOUT=${BENCH_TIMEOUT:-600}
+TIMEOUT=${BENCH_TIMEOUT:-900}
 PG_SERVER=${BENCH_POSTGRES:-${DATABASE_URL:-${VERDICT_TEST_POSTGRES:-}}}
 ROUTE="/api/executions?limit=25"
 

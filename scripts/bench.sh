@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Read-path benchmark of the real binary: cold start to /healthz, idle memory, and the
 # authenticated list GET /api/executions?limit=25 under load, against a bare net/http handler
-# that checks a bearer header and writes a body of the same size. SQLite first, then
-# PostgreSQL. Each figure is printed next to its target. The load generator is
-# tools/loadgen (it also seeds the database directly: organizations, their admins and
-# finished runs, with a session token per admin).
+# that checks a bearer header and writes a body of the same size; then the same list read
+# while the retention job deletes the logs and report files of every seeded run (its p99
+# before and during). SQLite first, then PostgreSQL. Each figure is printed next to its
+# target. The load generator is tools/loadgen (it also seeds the database directly:
+# organizations, their admins and finished runs, with a session token per admin).
 #
 #   scripts/bench.sh                                  # about 2 minutes, then scripts/bench-runs.sh
 #   BENCH_DURATION=20s BENCH_RUNS=0 scripts/bench.sh  # longer samples, without the run benchmarks
@@ -12,8 +13,10 @@
 # Settings: BENCH_CLIENTS (32), BENCH_DURATION (10s per sample), BENCH_WARMUP (2s), BENCH_ORGS
 # (100), BENCH_RUNS_PER_ORG (100), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
-# PostgreSQL part is skipped), BENCH_TIMEOUT (300 s for this script's own part), BENCH_RUNS=0
-# to skip scripts/bench-runs.sh, BENCH_HISTORY=0 to skip scripts/bench-history.sh, VERDICT_BIN and BENCH_LOADGEN to use prebuilt binaries.
+# PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
+# to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage,
+# BENCH_HISTORY=0 to skip scripts/bench-history.sh, VERDICT_BIN and BENCH_LOADGEN to use
+# prebuilt binaries.
 #
 # Figures depend on the machine and on what else runs on it: the load average is printed with
 # them. Verdict runs without a runner (VERDICT_RUNNER=none), without Redis (in-memory rate
@@ -29,7 +32,7 @@ DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 ORGS=${BENCH_ORGS:-100}
 RUNS_PER_ORG=${BENCH_RUNS_PER_ORG:-100}
-TIMEOUT=${BENCH_TIMEOUT:-300}
+TIMEOUT=${BENCH_TIMEOUT:-900}
 PG_SERVER=${BENCH_POSTGRES:-${DATABASE_URL:-${VERDICT_TEST_POSTGRES:-}}}
 ROUTE="/api/executions?limit=25"
 
@@ -100,7 +103,7 @@ start_verdict() {
 	t0=$(date +%s%N)
 	env -u REDIS_URL VERDICT_ADDR=127.0.0.1:$port VERDICT_DATA_DIR="$dir" DATABASE_URL="$db" \
 		VERDICT_RUNNER=none VERDICT_LOG_LEVEL=warn VERDICT_RATE_LIMITS="executions=1000000000/1m" \
-		"$VERDICT" serve >"$log" 2>&1 &
+		${RETENTION_ENV:-} "$VERDICT" serve >"$log" 2>&1 &
 	PID=$!
 	pids+=("$PID")
 	URL=http://127.0.0.1:$port
@@ -178,6 +181,55 @@ bench_db() {
 	fi
 }
 
+# bench_retention NAME [DATABASE_URL]: seeds ORGS x RUNS_PER_ORG runs of team organizations
+# that ended 20 to 27 days ago, each with a log of 4 KiB and a report folder on disk, inside
+# their plan's 90 days; reads the run list under load (before), then sets every organization's
+# logs days to 10 through the API and reads the list again from the first run whose files the
+# retention job deleted until every run's are (during). Prints both p99s, the target, and how
+# long the job took.
+bench_retention() {
+	local name=$1 db=${2:-} before during want expired
+	local dir=$work/$1-retention tokens=$work/$1-retention.tokens
+	mkdir -p "$dir"
+	want=$((ORGS * RUNS_PER_ORG))
+	echo "== $name: retention: seeding $ORGS organizations x $RUNS_PER_ORG runs with logs and reports"
+	local s0=$SECONDS
+	"$LOADGEN" seed -db "$db" -data "$dir" -orgs "$ORGS" -runs "$RUNS_PER_ORG" -jwt-secret "$JWT_SECRET" -tokens "$tokens" \
+		-age 480h -log-chunks 4 -reports
+	echo "   seeded in $((SECONDS - s0)) s"
+	RETENTION_ENV="VERDICT_RETENTION_INTERVAL=2s" start_verdict "$name-retention" "$dir" "$db"
+	local vpid=$PID
+	echo "== $name: GET $ROUTE, $CLIENTS clients, before and while retention deletes $want runs' logs and reports (load average: $(loadavg))"
+	before=$("$LOADGEN" run -url "$URL$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP")
+	"$LOADGEN" run -url "$URL$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -warmup 0s -expiry-db "$db" -expiry-data "$dir" \
+		-expiry-want "$want" >"$work/during.out" &
+	local load_pid=$!
+	pids+=("$load_pid")
+	sleep 1
+	"$LOADGEN" retention -url "$URL" -tokens "$tokens" -logs-days 10 || die "$name: setting the retention failed"
+	wait "$load_pid" || die "$name: the load during retention failed"
+	during=$(cat "$work/during.out")
+	# The last batch's files are deleted just after its runs are marked: let the job finish.
+	for _ in $(seq 120); do
+		[[ -z $(find "$dir/reports" -type f -print -quit 2>/dev/null) ]] && break
+		sleep 0.5
+	done
+	stop "$vpid"
+	expired=$(field "$during" expired)
+	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s\n' \
+		"before" "$(field "$before" rps)" "$(field "$before" p50_ms)" "$(field "$before" p99_ms)" "$(field "$before" errors)"
+	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s\n' \
+		"during retention" "$(field "$during" rps)" "$(field "$during" p50_ms)" "$(field "$during" p99_ms)" "$(field "$during" errors)"
+	printf '   %-22s %8s ms       target <= 20 ms   %s\n' "p99 during retention" "$(field "$during" p99_ms)" \
+		"$(check "$(field "$during" p99_ms)" "<" 20.001)"
+	printf '   %-22s %8s runs in %s s (of %s)   %s\n' "files expired" "$expired" "$(field "$during" expiry_s)" "$want" \
+		"$([[ $expired == "$want" ]] && echo PASS || echo MISS)"
+	if [[ -d $dir/reports ]]; then
+		printf '   %-22s %8s\n' "report files left" "$(find "$dir/reports" -type f | wc -l)"
+	fi
+	echo "   load average after: $(loadavg)"
+}
+
 echo "== cold start and idle memory (fresh SQLite data folder, migrations included; 3 starts)"
 colds=()
 rsss=()
@@ -196,11 +248,17 @@ printf '   %-22s %8s MB       (starts: %s)  baseline ~35 MB\n' "idle RSS" "$(med
 printf '   %-22s %8s MB       (starts: %s)  the rest are pages of the binary\n' "  of it anonymous" "$(median "${anons[@]}")" "${anons[*]}"
 
 bench_db sqlite
+[[ ${BENCH_RETENTION:-1} == 0 ]] || bench_retention sqlite
 
 if [[ -n $PG_SERVER ]]; then
 	pgdb=$("$LOADGEN" pgdb create "$PG_SERVER") || die "cannot create a PostgreSQL database on the server"
 	pgdbs+=("$pgdb")
 	bench_db postgres "$pgdb"
+	if [[ ${BENCH_RETENTION:-1} != 0 ]]; then
+		pgdb=$("$LOADGEN" pgdb create "$PG_SERVER") || die "cannot create a PostgreSQL database on the server"
+		pgdbs+=("$pgdb")
+		bench_retention postgres "$pgdb"
+	fi
 else
 	echo "== postgres: skipped (set BENCH_POSTGRES, DATABASE_URL or VERDICT_TEST_POSTGRES)"
 fi

@@ -51,28 +51,53 @@ func (p *executionPage) appendJSON(b []byte) []byte {
 }
 
 // finishedItems keeps the encoded list items of runs in a final status, by execution ID (never
-// reused). Such a run never changes, and nothing else its item shows does: its duration is
-// fixed once it finished, its report links are on this server's fixed origin. Encoding is then
-// paid once per run rather than on every page. Bounded; past the bound an arbitrary item makes
-// room.
+// reused), each for the version of the run it was encoded from. Such a run changes only in
+// what its version says (pinned, its files expired by retention), and nothing else its item
+// shows does: its duration is fixed once it finished, its report links are on this server's
+// fixed origin. Encoding is then paid once per version of a run rather than on every page.
+// Bounded; past the bound an arbitrary item makes room.
 type finishedItems struct {
 	mu sync.RWMutex
-	m  map[string][]byte
+	m  map[string]cachedItem
+}
+
+// cachedItem is an encoded item and the version of the run it shows.
+type cachedItem struct {
+	version itemVersion
+	b       []byte
+}
+
+// itemVersion is what of a finished run may still change.
+type itemVersion struct {
+	pinned  bool
+	expired int64 // unix milliseconds of FilesExpiredAt; 0: not expired
+}
+
+func versionOf(e *domain.Execution) itemVersion {
+	v := itemVersion{pinned: e.Pinned}
+	if e.FilesExpiredAt != nil {
+		v.expired = e.FilesExpiredAt.UnixMilli()
+	}
+	return v
 }
 
 const maxFinishedItems = 4096
 
-func (c *finishedItems) get(id string) []byte {
+// get is the item of run id encoded at version v; nil when none is kept.
+func (c *finishedItems) get(id string, v itemVersion) []byte {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.m[id]
+	if it, ok := c.m[id]; ok && it.version == v {
+		return it.b
+	}
+	return nil
 }
 
-func (c *finishedItems) put(id string, item []byte) {
+func (c *finishedItems) put(id string, v itemVersion, item []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[string][]byte)
+		c.m = make(map[string]cachedItem)
 	}
 	if _, ok := c.m[id]; !ok && len(c.m) >= maxFinishedItems {
 		for k := range c.m {
@@ -80,7 +105,7 @@ func (c *finishedItems) put(id string, item []byte) {
 			break
 		}
 	}
-	c.m[id] = item
+	c.m[id] = cachedItem{version: v, b: item}
 }
 
 // listItem is e's encoded list item at now. A finished run's item is kept once its tests are
@@ -88,7 +113,7 @@ func (c *finishedItems) put(id string, item []byte) {
 func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Time) ([]byte, error) {
 	final := e.Status.Final() && e.TestsRecorded && e.ID != ""
 	if final {
-		if b := s.finished.get(e.ID); b != nil {
+		if b := s.finished.get(e.ID, versionOf(e)); b != nil {
 			return b, nil
 		}
 	}
@@ -99,7 +124,7 @@ func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Tim
 	}
 	b, err := MarshalView(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
 	if err == nil && final {
-		s.finished.put(e.ID, b)
+		s.finished.put(e.ID, versionOf(e), b)
 	}
 	return b, err
 }

@@ -27,6 +27,10 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "Failed to create report token")
 		return
 	}
+	if e.FilesExpiredAt != nil {
+		writeDomainError(w, errReportExpired(e))
+		return
+	}
 	now := s.clock()
 	// The link opens the run's main report: the HTML report, else Allure's, else the first.
 	s.recordIndexes(r.Context(), e)
@@ -48,6 +52,13 @@ func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 }
 
 var errNoReport = domain.NotFound("Report not found", "None of this run's report folders holds an index.html to open")
+
+// errReportExpired answers for a run whose report files retention deleted: they are gone for
+// good (410), and the run itself still opens.
+func errReportExpired(e *domain.Execution) *domain.Error {
+	return domain.Gone("Report expired", "The report files of run "+e.TaskID+" were deleted on "+
+		e.FilesExpiredAt.UTC().Format("2006-01-02")+" under the organization's retention policy; the run, its results and its notes remain")
+}
 
 func reportBase(orgID, taskID string) string {
 	return "/reports/" + orgID + "/" + url.PathEscape(taskID) + "/"
@@ -171,6 +182,11 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	}
 	if !allowed {
 		notFound()
+		return
+	}
+	if e.FilesExpiredAt != nil {
+		report.SetHeaders(w.Header())
+		writeDomainError(w, errReportExpired(e))
 		return
 	}
 	if inPath {

@@ -217,6 +217,8 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/organization/features", routeOpts{access: bearer, limit: "strict"}, s.patchFeatures)
 	s.handle("GET /api/organization/ai-config", routeOpts{access: bearerOrKey, limit: "api"}, s.getAIConfig)
 	s.handle("PATCH /api/organization/ai-config", routeOpts{access: bearer, limit: "strict"}, s.patchAIConfig)
+	s.handle("GET /api/organization/retention", routeOpts{access: bearerOrKey, limit: "api"}, s.getRetention)
+	s.handle("PATCH /api/organization/retention", routeOpts{access: bearer, limit: "strict"}, s.patchRetention)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)
@@ -263,6 +265,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/executions/{taskId}/logs", execs, s.executionLogs)
 	s.handle("GET /api/executions/{taskId}/events", execs, s.executionEvents)
 	s.handle("POST /api/executions/{taskId}/cancel", execs, s.cancelExecution)
+	s.handle("PUT /api/executions/{taskId}/pin", execs, s.pinExecution)
+	s.handle("DELETE /api/executions/{taskId}/pin", execs, s.pinExecution)
 	s.handle("DELETE /api/executions/{taskId}", execs, s.deleteExecution)
 	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)
 	s.handle("POST /api/executions/{taskId}/analysis", execs, s.reanalyse)

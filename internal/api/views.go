@@ -222,6 +222,10 @@ type ExecutionListItem struct {
 	// Gate is the project's quality gate's judgement of the run; null when the project has no
 	// rules (or the run has not been judged yet).
 	Gate *Gate `json:"gate"`
+	// Pinned runs are exempt from retention until unpinned.
+	Pinned bool `json:"pinned"`
+	// FilesExpiredAt is when retention deleted the run's log and report files; null: kept.
+	FilesExpiredAt *string `json:"filesExpiredAt"`
 	// QuarantinedFailures are the run's failed tests that were quarantined when it ended:
 	// their failures did not decide its status.
 	QuarantinedFailures []QuarantinedFailure `json:"quarantinedFailures"`
@@ -364,7 +368,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		DurationMs: e.DurationMs(now), TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Labels: e.Labels,
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
-		Artifacts: []string{}, Gate: gateView(e.Gate), QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
+		Artifacts: []string{}, Gate: gateView(e.Gate), Pinned: e.Pinned, FilesExpiredAt: tsPtr(e.FilesExpiredAt), QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
 	}
 	for i, q := range e.QuarantinedFailures {
 		item.QuarantinedFailures[i] = QuarantinedFailure{Test: TestRef{ID: q.TestID, Suite: q.Suite, Name: q.Name}, Status: q.Status}
@@ -381,7 +385,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 // that has not recorded them (nil) gets no links (the API fills them in first, see
 // Server.recordIndexes).
 func (v Views) reportLinks(e *domain.Execution, item *ExecutionListItem) {
-	if len(e.ReportIndexes) == 0 {
+	if len(e.ReportIndexes) == 0 || e.FilesExpiredAt != nil {
 		return
 	}
 	base := v.reportOrigin + reportBase(e.OrganizationID, e.TaskID)

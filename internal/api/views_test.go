@@ -49,6 +49,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"trackerAIssues": []any{}, "trackerBItems": []any{},
 		"quarantinedFailures": []any{},
 		"testsNotKept":        max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
+		"pinned": e.Pinned, "filesExpiredAt": legacyTsPtr(e.FilesExpiredAt),
 	}
 	v["gate"] = nil // these runs' projects have no gate rules
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"

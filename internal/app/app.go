@@ -37,6 +37,7 @@ import (
 	"verdict/internal/ratelimit"
 	"verdict/internal/realtime"
 	"verdict/internal/report"
+	"verdict/internal/retention"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
 	"verdict/internal/store/sqlstore"
@@ -65,6 +66,9 @@ type App struct {
 	// reportCheck is the report bucket's readiness check (nil: reports in the data folder).
 	reportCheck *api.Checker
 	closers     []func()
+
+	// retention deletes the history past each organization's retention.
+	retention *retention.Job
 }
 
 // Options adjust an App for tests: a controlled clock, other rate limits.
@@ -82,6 +86,8 @@ type Options struct {
 	ReapInterval time.Duration
 	// FollowBufferBytes bounds each SSE follower's queue (0: follow's default).
 	FollowBufferBytes int64
+	// RetentionInterval paces the retention job in tests (0: VERDICT_RETENTION_INTERVAL).
+	RetentionInterval time.Duration
 }
 
 // New wires every part from the configuration and applies pending migrations. It builds them
@@ -104,7 +110,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 	}()
 	for _, step := range []func(context.Context) error{w.stores, w.mail, w.keys, w.billing, w.live, w.runPlane,
-		w.services, w.frontDoors} {
+		w.services, w.frontDoors, w.retention} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -200,7 +206,8 @@ func (a *App) Close() {
 const historyCatchUp = time.Minute
 
 // Run runs the background workers until ctx ends: the mail sender, the lease reaper, the tests'
-// histories' catch-up and, when embedded, the runner (after settling what an earlier life of it left behind).
+// histories' catch-up, the retention job and, when embedded, the runner (after settling what an
+// earlier life of it left behind).
 func (a *App) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	start := func(f func(context.Context)) {
@@ -210,6 +217,7 @@ func (a *App) Run(ctx context.Context) {
 	start(a.mailer.Run)
 	start(a.reaper.Run)
 	start(func(ctx context.Context) { a.histories.Run(ctx, historyCatchUp) })
+	start(a.retention.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
 			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", a.backend.Name(), "err", err)

@@ -80,6 +80,8 @@ type harnessOpts struct {
 	redisPrefix string
 	// followBuffer bounds each SSE follower's queue in bytes (0: the default).
 	followBuffer int64
+	// retention paces the retention job (with workers; 0: the default 10 minutes).
+	retention time.Duration
 }
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
@@ -147,6 +149,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		logger = slog.New(slog.NewJSONHandler(o.log, nil))
 	}
 	opts.FollowBufferBytes = o.followBuffer
+	opts.RetentionInterval = o.retention
 	a, err := app.New(context.Background(), cfg, logger, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,7 @@ func (w *wiring) services(ctx context.Context) error {
 		EndSessions: endUser, EndKeySessions: endKey, EndTokenSessions: endToken,
 		SocketTickets: w.socketTicket,
 		DefaultPlan:   domain.Plan(cfg.Billing.DefaultPlan),
+		RetentionMax:  w.retentionMax(),
 		Clock:         clock,
 		Log:           log,
 	})

@@ -2,7 +2,7 @@
 // naming the bad setting in the error. Nothing else in Verdict reads the environment.
 //
 // The settings come in sections, one per concern: Server, Database, Secrets, Mail, Runs (the
-// embedded runner and its Engine), Reports, Limits, Billing, AI and Integrations. Each section
+// embedded runner and its Engine), Reports, Limits, Billing, AI, Integrations and Retention. Each section
 // is decoded by one function of its own, which reads its variables through a decoder, parses
 // each once into its typed value (a duration, a map by plan or bucket, network prefixes, a key's
 // bytes) and checks it; the section holds only the typed values. The decoder collects one error
@@ -31,6 +31,7 @@ type Config struct {
 	Billing      Billing
 	AI           AI
 	Integrations Integrations
+	Retention    Retention
 }
 
 // Load reads the environment, fills dev-mode secrets, and validates.
@@ -41,7 +42,7 @@ func LoadFrom(environ map[string]string) (*Config, error) {
 	d := newDecoder(environ)
 	c := &Config{Server: decodeServer(d), Database: decodeDatabase(d), Secrets: decodeSecrets(d), Mail: decodeMail(d),
 		Runs: decodeRuns(d), Limits: decodeLimits(d), Billing: decodeBilling(d), AI: decodeAI(d),
-		Integrations: decodeIntegrations(d)}
+		Integrations: decodeIntegrations(d), Retention: decodeRetention(d)}
 	c.Reports = decodeReports(d, c.Server.PublicURL)
 	if err := d.err(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)

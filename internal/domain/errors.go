@@ -42,11 +42,14 @@ const (
 	// KindUnavailable: a dependency Verdict needs is away (ErrUnavailable); the same call may
 	// pass later.
 	KindUnavailable
+	// KindGone: the thing existed and was removed for good (a run's report files that
+	// retention deleted); asking again will not bring it back.
+	KindGone
 )
 
 var kindNames = [...]string{KindInternal: "internal", KindInvalid: "invalid", KindUnauthorized: "unauthorized",
 	KindForbidden: "forbidden", KindNotFound: "not found", KindConflict: "conflict", KindRateLimited: "rate limited",
-	KindUpstream: "upstream", KindUpstreamTimeout: "upstream timeout", KindUnavailable: "unavailable"}
+	KindUpstream: "upstream", KindUpstreamTimeout: "upstream timeout", KindUnavailable: "unavailable", KindGone: "gone"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -85,6 +88,7 @@ func TooMany(code, message string) *Error      { return NewError(KindRateLimited
 func Internal(code, message string) *Error     { return NewError(KindInternal, code, message) }
 func Unavailable(code, message string) *Error  { return NewError(KindUnavailable, code, message) }
 func Upstream(code, message string) *Error     { return NewError(KindUpstream, code, message) }
+func Gone(code, message string) *Error         { return NewError(KindGone, code, message) }
 func UpstreamTimeout(code, message string) *Error {
 	return NewError(KindUpstreamTimeout, code, message)
 }

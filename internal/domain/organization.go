@@ -100,6 +100,9 @@ type Organization struct {
 	AIDefaultModel string
 	// AIKeys are the organization's own model provider keys by provider, sealed.
 	AIKeys map[string]string
+	// Retention is the organization's own retention of its runs' history; nil values keep the
+	// plan's (see EffectiveRetention).
+	Retention RetentionSetting
 }
 
 // Limits returns the organization's plan limits.

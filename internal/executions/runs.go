@@ -92,11 +92,59 @@ func CheckFilter(f *store.ExecutionFilter) error {
 // ReadLog passes fn the log of e (a run found with Get) from byte offset from, a stored chunk
 // at a time, and stops after limit bytes (limit < 0: at its end). It returns the bytes passed.
 // The log store is keyed by execution ID alone, so the run's organization is checked here.
+//
+// The log of a run whose files retention deleted (FilesExpiredAt) reads as the note that says
+// so, one line, at the same offsets as any log.
 func (s *Service) ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func(chunk []byte) error) (int64, error) {
 	if e.OrganizationID != p.OrgID {
 		return 0, errNotFound
 	}
+	if e.FilesExpiredAt != nil {
+		text := domain.FilesExpiredNote(*e.FilesExpiredAt) + "\n"
+		if from >= int64(len(text)) || limit == 0 {
+			return 0, nil
+		}
+		rest := text[from:]
+		if limit > 0 && int64(len(rest)) > limit {
+			rest = rest[:limit]
+		}
+		return int64(len(rest)), fn([]byte(rest))
+	}
 	return s.store.Logs().ReadFrom(ctx, e.ID, from, limit, fn)
+}
+
+var errPinReadOnly = domain.Forbidden("Forbidden", "Viewers cannot pin or unpin runs")
+
+// Pin pins the organization's run taskID (pinned true), which exempts it from retention until
+// it is unpinned, or unpins it; admins and developers may. The change is audit-logged, in the
+// transaction that makes it, and announced like any change of the run.
+func (s *Service) Pin(ctx context.Context, p *identity.Principal, taskID string, pinned bool) (*domain.Execution, error) {
+	if !p.CanWrite() {
+		return nil, errPinReadOnly
+	}
+	e, err := s.GetListed(ctx, p, taskID)
+	if err != nil {
+		return nil, err
+	}
+	action := "execution.unpinned"
+	if pinned {
+		action = "execution.pinned"
+	}
+	err = s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Executions().SetPinned(ctx, p.OrgID, taskID, pinned); err != nil {
+			return notFound(err, errNotFound)
+		}
+		return tx.Audit().Append(ctx, &domain.AuditEntry{ID: s.newID(), OrganizationID: p.OrgID, ActorID: p.UserID,
+			Action: action, TargetType: "execution", TargetID: e.ID, Details: map[string]any{"taskId": taskID}, CreatedAt: s.clock()})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e, err = s.store.Executions().Get(ctx, p.OrgID, taskID); err != nil {
+		return nil, notFound(err, errNotFound)
+	}
+	s.events.ExecutionUpdated(e)
+	return e, nil
 }
 
 // Cancel cancels a pending run at once, or asks the runner of a running one to stop it.

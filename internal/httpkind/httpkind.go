@@ -20,6 +20,7 @@ var statuses = [...]int{
 	domain.KindUpstream:        http.StatusBadGateway,
 	domain.KindUpstreamTimeout: http.StatusGatewayTimeout,
 	domain.KindUnavailable:     http.StatusServiceUnavailable,
+	domain.KindGone:            http.StatusGone,
 }
 
 // Status is the HTTP status that answers an error of kind k; 500 for a kind it does not know.

@@ -22,6 +22,7 @@ func TestStatus(t *testing.T) {
 		{domain.Upstream("c", "m"), 502},
 		{domain.Unavailable("c", "m"), 503},
 		{domain.UpstreamTimeout("c", "m"), 504},
+		{domain.Gone("c", "m"), 410},
 		{&domain.Error{Code: "no kind"}, 500},
 		{&domain.Error{Kind: 200, Code: "unknown kind"}, 500},
 	} {

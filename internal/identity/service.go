@@ -72,6 +72,7 @@ type Service struct {
 	endTokenSessions func(tokenID string)
 	socketTickets    SocketTickets
 	defaultPlan      domain.Plan // of organizations created at signup
+	retentionMax     domain.Retention
 	clock            domain.Clock
 	newID            domain.IDGen
 	log              *slog.Logger
@@ -106,9 +107,11 @@ type Deps struct {
 	SocketTickets SocketTickets
 	// DefaultPlan is the plan of organizations created at signup; empty: free.
 	DefaultPlan domain.Plan
-	Clock       domain.Clock
-	NewID       domain.IDGen
-	Log         *slog.Logger
+	// RetentionMax are the server's maxima of organizations' retention (0: none).
+	RetentionMax domain.Retention
+	Clock        domain.Clock
+	NewID        domain.IDGen
+	Log          *slog.Logger
 }
 
 // New builds a Service.
@@ -145,7 +148,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
 		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, endTokenSessions: d.EndTokenSessions,
-		socketTickets: d.SocketTickets, clock: d.Clock, newID: d.NewID, log: d.Log}
+		socketTickets: d.SocketTickets, retentionMax: d.RetentionMax, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
 type noRuns struct{}

@@ -59,6 +59,8 @@ type Identity interface {
 	Organization(ctx context.Context, p *identity.Principal) (*domain.Organization, int, error)
 	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
 	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
+	Retention(ctx context.Context, p *identity.Principal) (*identity.RetentionSettings, error)
+	UpdateRetention(ctx context.Context, p *identity.Principal, patch identity.RetentionPatch) (*identity.RetentionSettings, error)
 
 	Invite(ctx context.Context, p *identity.Principal, email string, role domain.Role) (*identity.CreatedInvitation, error)
 	ListInvitations(ctx context.Context, p *identity.Principal) ([]domain.Invitation, error)
@@ -77,6 +79,8 @@ type Executions interface {
 	ReadLog(ctx context.Context, p *identity.Principal, e *domain.Execution, from, limit int64, fn func([]byte) error) (int64, error)
 	Cancel(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error)
 	Delete(ctx context.Context, p *identity.Principal, taskID string) error
+	// Pin pins (exempts from retention) or unpins a run.
+	Pin(ctx context.Context, p *identity.Principal, taskID string, pinned bool) (*domain.Execution, error)
 	FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error)
 
 	Defaults(ctx context.Context, p *identity.Principal) (*executions.Defaults, error)

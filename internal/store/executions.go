@@ -147,6 +147,26 @@ type ExecutionRepo interface {
 	// Their tests are read newest first up to a bound of 16 MiB of stored results; the runs
 	// past it come without them.
 	ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error)
+	// SetPinned pins (exempts from retention) or unpins the organization's run taskID, whatever
+	// its status; ErrNotFound when the organization has no such run.
+	SetPinned(ctx context.Context, orgID, taskID string, pinned bool) error
+	// ExpireFiles marks the files of up to limit of the organization's runs expired at at: runs
+	// in a final status that finished before finishedBefore, not pinned, their files not expired
+	// yet, oldest first. Each is marked in one conditional write with FilesExpiredAt = at, its
+	// ReportBytes 0, its ReportDirs and ReportIndexes empty and note appended to its Notes, and
+	// the organization's storage goes down by the report bytes of the runs marked, in the same
+	// transaction: a run is marked (and its bytes released) once, however many callers race.
+	// It returns the runs it marked, with the report bytes they held; their log and report
+	// files are the caller's to delete.
+	ExpireFiles(ctx context.Context, orgID string, finishedBefore, at time.Time, note string, limit int) ([]RunFiles, error)
+	// ListExpired lists up to limit of the organization's runs that finished before
+	// finishedBefore, not pinned, whose files have expired, oldest first: the runs retention
+	// deletes.
+	ListExpired(ctx context.Context, orgID string, finishedBefore time.Time, limit int) ([]RunFiles, error)
+	// DeleteExpired deletes those of the organization's runs ids that still qualify as
+	// ListExpired lists them at finishedBefore (a run pinned meanwhile stays), with everything
+	// that references them, and returns how many it deleted. The run ledger keeps them.
+	DeleteExpired(ctx context.Context, orgID string, ids []string, finishedBefore time.Time) (int, error)
 	// Outcomes lists the organization's runs queued at or after since that ended PASSED,
 	// FAILED, UNSTABLE or ERROR (not CANCELLED, not still going), newest queued first, at most
 	// limit (limit <= 0: none), with only what the run-health overview reads (their tests are
@@ -156,6 +176,14 @@ type ExecutionRepo interface {
 	// ERROR included), newest queued first, at most limit (limit <= 0: none), as Outcomes
 	// reads them: an image's insights.
 	ImageOutcomes(ctx context.Context, orgID, image string, limit int) ([]RunOutcome, error)
+}
+
+// RunFiles names a run whose files retention handles: its IDs and the report bytes its
+// reports counted in the organization's storage.
+type RunFiles struct {
+	ID          string
+	TaskID      string
+	ReportBytes int64
 }
 
 // RunOutcome is a finished run as the run-health overview and an image's insights read it:
@@ -201,6 +229,9 @@ type LogRepo interface {
 	// Size is the log's length in bytes so far (0 for none), where ReadFrom of a tail starts.
 	Size(ctx context.Context, executionID string) (int64, error)
 	DeleteAll(ctx context.Context, executionID string) error
+	// DeleteChunks deletes up to limit log chunks of the runs executionIDs (a bounded write:
+	// call it again until it deletes fewer than limit) and says how many it deleted.
+	DeleteChunks(ctx context.Context, executionIDs []string, limit int) (int, error)
 }
 
 // FailureOccurrence is one failed test of a run, by its signature.

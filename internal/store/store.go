@@ -87,6 +87,11 @@ type OrganizationRepo interface {
 	// SetAIConfig replaces the default model and the provider keys (sealed by the caller).
 	SetAIConfig(ctx context.Context, id, defaultModel string, keys map[string]string) error
 	AddStorageUsed(ctx context.Context, id string, delta int64) error
+	// SetRetention replaces the organization's own retention (nil values: the plan's).
+	SetRetention(ctx context.Context, id string, r domain.RetentionSetting) error
+	// ListAfter lists up to limit organizations whose ID sorts after afterID, in ID order:
+	// every organization, a page at a time, for the background jobs that visit them all.
+	ListAfter(ctx context.Context, afterID string, limit int) ([]domain.Organization, error)
 }
 
 // InvitationRepo stores invitations; Status is the stored one (pending/accepted/revoked).

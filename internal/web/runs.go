@@ -91,6 +91,21 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, runPath(e.TaskID), "Run "+e.TaskID+" queued again from "+id+".")
 }
 
+// pinRun pins (POST …/pin) or unpins (POST …/unpin) the run.
+func (s *Server) pinRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("taskId")
+	pinned := strings.HasSuffix(r.URL.Path, "/pin")
+	if _, err := s.executions.Pin(r.Context(), stateOf(r).p, id, pinned); err != nil {
+		s.refused(w, r, runPath(id), err)
+		return
+	}
+	text := "Run unpinned: it falls under the organization's retention again."
+	if pinned {
+		text = "Run pinned: it is kept whatever its age until it is unpinned."
+	}
+	s.done(w, r, runPath(id), text)
+}
+
 func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("taskId")
 	if err := s.executions.Delete(r.Context(), stateOf(r).p, id); err != nil {

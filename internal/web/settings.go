@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"verdict/internal/ai/models"
 	"verdict/internal/analysis"
@@ -32,6 +34,8 @@ type settingsData struct {
 	AI        *analysis.Config
 	AIError   string
 	Providers []providerRow
+	// Retention is the organization's retention, nil when it could not be read.
+	Retention *identity.RetentionSettings
 }
 
 func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
@@ -41,6 +45,11 @@ func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := settingsData{Org: st.org, Admin: st.p.IsAdmin()}
+	if ret, err := s.identity.Retention(r.Context(), st.p); err != nil {
+		s.log.Warn("reading the retention for /settings", "err", err)
+	} else {
+		d.Retention = ret
+	}
 	if s.analyst != nil {
 		c, err := s.analyst.Config(r.Context(), st.p)
 		if err != nil {
@@ -97,4 +106,31 @@ func (s *Server) saveOwnKey(w http.ResponseWriter, r *http.Request) {
 func (s *Server) removeOwnKey(w http.ResponseWriter, r *http.Request) {
 	p := r.PostFormValue("provider")
 	s.updateAI(w, r, analysis.ConfigPatch{RemoveOwnKey: &p}, "Your own "+p+" key was removed.")
+}
+
+// updateRetention saves the retention form: each field a number of days, or empty for the
+// plan's value.
+func (s *Server) updateRetention(w http.ResponseWriter, r *http.Request) {
+	var patch identity.RetentionPatch
+	for _, f := range []struct {
+		name string
+		dst  *identity.RetentionChange
+	}{{"logsDays", &patch.LogsDays}, {"runsDays", &patch.RunsDays}} {
+		v := strings.TrimSpace(r.PostFormValue(f.name))
+		*f.dst = identity.RetentionChange{Set: true}
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.refused(w, r, settingsPath, domain.BadRequest("Validation error", f.name+" must be a whole number of days, or empty for the plan's value"))
+			return
+		}
+		f.dst.Days = &n
+	}
+	if _, err := s.identity.UpdateRetention(r.Context(), stateOf(r).p, patch); err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, "Retention saved.")
 }

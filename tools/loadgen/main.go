@@ -4,15 +4,20 @@
 // concurrent authenticated GETs for a fixed time and prints throughput and latency percentiles,
 // and makes and drops throwaway PostgreSQL databases. It is a tool, not part of the service.
 //
-//	loadgen seed    -db URL -data DIR -orgs 100 -runs 100 -jwt-secret S -tokens FILE
-//	loadgen bare    -addr 127.0.0.1:0 -size N -addr-file FILE
-//	loadgen wait    -url URL -since UNIX_NANOS -timeout 30s [-pid PID]
-//	loadgen run     -url URL -tokens FILE -clients 32 -duration 10s -warmup 2s
-//	loadgen pgdb    create SERVER_URL | drop DB_URL
-//	loadgen port    (prints a free TCP port on 127.0.0.1)
+//	loadgen seed      -db URL -data DIR -orgs 100 -runs 100 -jwt-secret S -tokens FILE
+//	                  [-age 480h -log-chunks 4 -reports]
+//	loadgen bare      -addr 127.0.0.1:0 -size N -addr-file FILE
+//	loadgen wait      -url URL -since UNIX_NANOS -timeout 30s [-pid PID]
+//	loadgen run       -url URL -tokens FILE -clients 32 -duration 10s -warmup 2s
+//	                  [-expiry-db URL -expiry-data DIR -expiry-want N -expiry-timeout 300s]
+//	loadgen retention -url URL -tokens FILE -logs-days N
+//	loadgen pgdb      create SERVER_URL | drop DB_URL
+//	loadgen port      (prints a free TCP port on 127.0.0.1)
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -23,6 +28,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +38,7 @@ import (
 
 	"verdict/internal/auth"
 	"verdict/internal/domain"
+	"verdict/internal/report"
 	"verdict/internal/store"
 	"verdict/internal/store/sqlstore"
 )
@@ -52,6 +59,8 @@ func main() {
 		err = wait(args)
 	case "run":
 		err = run(args)
+	case "retention":
+		err = setRetention(args)
 	case "pgdb":
 		err = pgdb(args)
 	case "port":
@@ -80,9 +89,19 @@ func seed(args []string) error {
 	runs := fs.Int("runs", 100, "runs per organization")
 	secret := fs.String("jwt-secret", "", "JWT_SECRET of the server")
 	tokens := fs.String("tokens", "", "file to write one bearer token per organization to")
+	age := fs.Duration("age", 0, "how long before now the runs ended (the newest of each organization)")
+	logChunks := fs.Int("log-chunks", 0, "log chunks of 1 KiB per run, written as a runner writes them")
+	reports := fs.Bool("reports", false, "a report folder per run in the data folder, counted in the organization's storage")
 	_ = fs.Parse(args)
 	if *secret == "" || *tokens == "" || *dataDir == "" {
 		return errors.New("seed: -jwt-secret, -tokens and -data are required")
+	}
+	var reportStore *report.FSStore
+	if *reports {
+		var err error
+		if reportStore, err = report.NewFSStore(*dataDir); err != nil {
+			return err
+		}
 	}
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, *dbURL, *dataDir)
@@ -100,8 +119,21 @@ func seed(args []string) error {
 	var out strings.Builder
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for o := range *orgs {
-		org := &domain.Organization{Name: fmt.Sprintf("Bench Org %03d", o), Slug: fmt.Sprintf("bench-org-%03d", o),
+		org := &domain.Organization{ID: domain.NewID(), Name: fmt.Sprintf("Bench Org %03d", o), Slug: fmt.Sprintf("bench-org-%03d", o),
 			Plan: domain.PlanTeam, CreatedAt: now}
+		batch := make([]*domain.Execution, *runs)
+		var stored int64
+		for i := range batch {
+			batch[i] = benchRun(org.ID, "", i, now.Add(-*age))
+			if reportStore != nil {
+				n, err := reportStore.Put(ctx, org.ID, batch[i].TaskID, benchReport(batch[i].TaskID), "playwright-report", 1<<20)
+				if err != nil {
+					return fmt.Errorf("seed reports: %w", err)
+				}
+				batch[i].ReportDirs, batch[i].ReportBytes = []string{"playwright-report"}, n
+				stored += n
+			}
+		}
 		user := &domain.User{Email: fmt.Sprintf("bench%03d@example.com", o), Name: fmt.Sprintf("Bench %03d", o),
 			PasswordHash: "$2a$10$benchbenchbenchbenchbeOr5ZkE0C0N9QkqgYlJDtQx4j2f7uJ6W", Role: domain.RoleAdmin,
 			Status: domain.UserActive, CreatedAt: now}
@@ -113,10 +145,14 @@ func seed(args []string) error {
 			if err := tx.Users().Create(ctx, user); err != nil {
 				return err
 			}
-			for i := range *runs {
-				if err := tx.Executions().Create(ctx, benchRun(org.ID, user.ID, i, now)); err != nil {
+			for _, e := range batch {
+				e.TriggeredBy = user.ID
+				if err := createRun(ctx, tx, e, *logChunks); err != nil {
 					return err
 				}
+			}
+			if stored > 0 {
+				return tx.Organizations().AddStorageUsed(ctx, org.ID, stored)
 			}
 			return nil
 		})
@@ -149,6 +185,89 @@ func benchRun(orgID, userID string, i int, now time.Time) *domain.Execution {
 		ReportDirs: []string{"playwright-report", "test-results", "junit"}, ReportBytes: 3 << 20}
 	markIndexed(e)
 	return e
+}
+
+// createRun stores the finished run e; with log chunks, as the run plane does: queued
+// RUNNING, its log appended, then finished.
+func createRun(ctx context.Context, tx store.Store, e *domain.Execution, logChunks int) error {
+	if logChunks == 0 {
+		return tx.Executions().Create(ctx, e)
+	}
+	done := *e
+	e.Status, e.ExitCode, e.FinishedAt, e.ReportDirs, e.ReportBytes, e.ReportIndexes = domain.ExecRunning, nil, nil, nil, 0, nil
+	if err := tx.Executions().Create(ctx, e); err != nil {
+		return err
+	}
+	line := strings.Repeat("x", 63) + "\n"
+	for c := range logChunks {
+		if err := tx.Logs().Append(ctx, e.ID, c+1, strings.Repeat(line, 16)); err != nil {
+			return err
+		}
+	}
+	return tx.Executions().Finish(ctx, e.ID, e.RunnerID, store.Finish{Status: done.Status, ExitCode: done.ExitCode,
+		FinishedAt: *done.FinishedAt, Summary: done.Summary, ReportDirs: done.ReportDirs, ReportBytes: done.ReportBytes,
+		ReportIndexes: done.ReportIndexes})
+}
+
+// benchReport is the tar of a run's Playwright report: its page and a trace of 8 KiB.
+func benchReport(task string) io.Reader {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct{ name, body string }{
+		{"playwright-report/index.html", "<!doctype html><title>" + task + "</title>"},
+		{"playwright-report/data/trace.txt", strings.Repeat("trace line\n", 745)},
+	} {
+		_ = tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg})
+		_, _ = io.WriteString(tw, f.body)
+	}
+	_ = tw.Close()
+	return &buf
+}
+
+// setRetention sets every organization's logs days through the API (PATCH
+// /api/organization/retention, as each organization's admin).
+func setRetention(args []string) error {
+	fs := flag.NewFlagSet("retention", flag.ExitOnError)
+	u := fs.String("url", "", "the server's base URL")
+	tokensFile := fs.String("tokens", "", "bearer tokens of the organizations' admins, one a line")
+	days := fs.Int("logs-days", 10, "logs days to set")
+	_ = fs.Parse(args)
+	raw, err := os.ReadFile(*tokensFile)
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tok := range strings.Fields(string(raw)) {
+		req, _ := http.NewRequest("PATCH", *u+"/api/organization/retention", strings.NewReader(fmt.Sprintf(`{"logsDays":%d}`, *days)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("retention: %d %s", res.StatusCode, body)
+		}
+	}
+	return nil
+}
+
+// expiredRuns counts the runs whose files retention deleted, straight from the database.
+func expiredRuns(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE files_expired_at IS NOT NULL`).Scan(&n)
+	return n, err
+}
+
+// openCounter opens the database read-only for expiredRuns: PostgreSQL by its URL, else the
+// SQLite file of the data folder.
+func openCounter(dbURL, dataDir string) (*sql.DB, error) {
+	if dbURL != "" {
+		return sql.Open("pgx", dbURL)
+	}
+	return sql.Open("sqlite", filepath.Join(dataDir, "verdict.db")+"?_pragma=query_only(1)&_pragma=busy_timeout(5000)")
 }
 
 // bare serves what Verdict's route does at its cheapest: it checks for a bearer header and
@@ -235,6 +354,10 @@ func run(args []string) error {
 	clients := fs.Int("clients", 32, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "measured time")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time first")
+	expiryDB := fs.String("expiry-db", "", "with -expiry-want: the database (DATABASE_URL; empty: SQLite in -expiry-data)")
+	expiryData := fs.String("expiry-data", "", "with -expiry-want: Verdict's data folder")
+	expiryWant := fs.Int("expiry-want", 0, "measure while retention expires runs: from the first run expired until this many are")
+	expiryTimeout := fs.Duration("expiry-timeout", 300*time.Second, "with -expiry-want: give up after")
 	_ = fs.Parse(args)
 	raw, err := os.ReadFile(*tokensFile)
 	if err != nil {
@@ -291,11 +414,21 @@ func run(args []string) error {
 		}()
 	}
 	time.Sleep(*warmup)
-	measuring.Store(true)
-	t0 := time.Now()
-	time.Sleep(*duration)
-	measuring.Store(false)
-	elapsed := time.Since(t0)
+	var elapsed time.Duration
+	expired := -1
+	if *expiryWant > 0 {
+		if elapsed, expired, err = measureExpiry(&measuring, *expiryDB, *expiryData, *expiryWant, *expiryTimeout); err != nil {
+			stop.Store(true)
+			wg.Wait()
+			return err
+		}
+	} else {
+		measuring.Store(true)
+		t0 := time.Now()
+		time.Sleep(*duration)
+		measuring.Store(false)
+		elapsed = time.Since(t0)
+	}
 	stop.Store(true)
 	wg.Wait()
 
@@ -316,12 +449,48 @@ func run(args []string) error {
 	if ok > 0 {
 		avgBytes = bytesN.Load() / int64(ok)
 	}
-	fmt.Printf("rps=%.0f ok=%d errors=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f body_bytes=%d\n",
+	fmt.Printf("rps=%.0f ok=%d errors=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f body_bytes=%d",
 		float64(ok)/elapsed.Seconds(), ok, errorsN.Load(), pct(0.50), pct(0.90), pct(0.99), pct(1), avgBytes)
+	if expired >= 0 {
+		fmt.Printf(" expired=%d expiry_s=%.1f", expired, elapsed.Seconds())
+	}
+	fmt.Println()
 	if e, _ := firstErr.Load().(string); e != "" {
 		fmt.Fprintln(os.Stderr, "loadgen: first error:", e)
 	}
 	return nil
+}
+
+// measureExpiry turns measuring on once the first run's files have expired and off once want
+// of them have (or after timeout), polling the database every 100 ms. It returns how long it
+// measured and how many runs had expired at its end.
+func measureExpiry(measuring *atomic.Bool, dbURL, dataDir string, want int, timeout time.Duration) (time.Duration, int, error) {
+	db, err := openCounter(dbURL, dataDir)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	var t0 time.Time
+	for {
+		n, err := expiredRuns(ctx, db)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n > 0 && t0.IsZero() {
+			measuring.Store(true)
+			t0 = time.Now()
+		}
+		if n >= want || time.Now().After(deadline) {
+			measuring.Store(false)
+			if t0.IsZero() {
+				return 0, n, fmt.Errorf("no run expired within %s", timeout)
+			}
+			return time.Since(t0), n, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // pgdb creates a throwaway database on a PostgreSQL server (printing its URL) or drops one.

@@ -264,7 +264,7 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 			if p.final != nil {
 				return p.final, p.total, nil
 			}
-			if execs, err := r.runsByID(ctx, orgID, p.ids); err != errUncached {
+			if execs, err := r.runsByID(ctx, orgID, p.refs); err != errUncached {
 				return execs, p.total, err
 			}
 		}
@@ -275,8 +275,12 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	const window = ` ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT) OFFSET CAST(? AS BIGINT)`
 	pageArgs := append(args[:len(args):len(args)], limit, offset)
 	// The ID query counts the filter's runs too (a window over the same index range), which saves
-	// a second statement (a round trip on PostgreSQL) on every full page.
-	execs, total, err := r.cachedPage(ctx, orgID, `SELECT id, COUNT(*) OVER () FROM executions WHERE `+cond+window, pageArgs)
+	// a second statement (a round trip on PostgreSQL) on every full page. It reads the page's
+	// runs' versions (runRef) by their primary key after the window, so the count still reads the
+	// index alone.
+	execs, total, err := r.cachedPage(ctx, orgID, `SELECT p.id, p.total, e.pinned, e.files_expired_at
+		FROM (SELECT id, queued_at, COUNT(*) OVER () AS total FROM executions WHERE `+cond+window+`) p
+		JOIN executions e ON e.id = p.id ORDER BY p.queued_at DESC, p.id DESC`, pageArgs)
 	if err == errUncached {
 		total = -1
 		execs, err = r.page(ctx, `SELECT `+listColumns+` FROM executions WHERE `+cond+window, min(limit, 100), pageArgs...)
@@ -297,9 +301,9 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 		}
 	}
 	if c := r.s.pages; c != nil {
-		p := listPage{ids: make([]string, len(execs)), total: total, final: execs}
+		p := listPage{refs: make([]runRef, len(execs)), total: total, final: execs}
 		for i := range execs {
-			p.ids[i] = execs[i].ID
+			p.refs[i] = refOf(&execs[i])
 			if !execs[i].Status.Final() {
 				p.final = nil
 			}
@@ -309,20 +313,38 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	return execs, total, nil
 }
 
-// listPage is a page of the run list as the page cache keeps it: its runs' IDs, in order, and
-// the filter's total; when every run of the page is finished (so none of them can change),
-// the runs themselves, handed out to every reader of the page.
+// listPage is a page of the run list as the page cache keeps it: its runs' references, in
+// order, and the filter's total; when every run of the page is finished, the runs themselves,
+// handed out to every reader of the page (a write to a finished run, a pin or its files'
+// expiry, is a write to the table, which ends the page's life in the cache).
 type listPage struct {
-	ids   []string
+	refs  []runRef
 	total int
 	final []domain.Execution
+}
+
+// runRef is a run of a page and its version: what of a finished run may still change (pinned,
+// its files expired; retention's writes). A cached copy of the run serves only while it has
+// the same version.
+type runRef struct {
+	id           string
+	pinned       bool
+	filesExpired int64 // unix milliseconds; 0: not expired
+}
+
+func refOf(e *domain.Execution) runRef {
+	ref := runRef{id: e.ID, pinned: e.Pinned}
+	if e.FilesExpiredAt != nil {
+		ref.filesExpired = e.FilesExpiredAt.UnixMilli()
+	}
+	return ref
 }
 
 // pageBytes is what a cached page holds, for the page cache's bound: its IDs and its runs.
 func pageBytes(p listPage) int {
 	n := int(unsafe.Sizeof(p))
-	for _, id := range p.ids {
-		n += int(unsafe.Sizeof(id)) + len(id)
+	for _, ref := range p.refs {
+		n += int(unsafe.Sizeof(ref)) + len(ref.id)
 	}
 	for i := range p.final {
 		n += executionBytes(&p.final[i])
@@ -384,9 +406,9 @@ var errUncached = errors.New("sqlstore: page not cached")
 // maxFetchedMisses is the most runs of a page that runsByID reads one by one.
 const maxFetchedMisses = 4
 
-// cachedPage serves a page from finalRuns: it reads the page's IDs (from the index alone when
-// the filter is the organization's) and the filter's total (-1 when unknown: no rows), then
-// their runs with runsByID. errUncached inside a
+// cachedPage serves a page from finalRuns: it reads the page's IDs and versions (the IDs from
+// the index alone when the filter is the organization's) and the filter's total (-1 when
+// unknown: no rows), then their runs with runsByID. errUncached inside a
 // transaction (which may not commit what it reads) or when runsByID cannot serve them.
 func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, args []any) ([]domain.Execution, int, error) {
 	if r.s.finalRuns == nil || r.s.tx != nil {
@@ -396,39 +418,42 @@ func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, ar
 	if err != nil {
 		return nil, -1, r.s.mapErr(err)
 	}
-	var ids []string
+	var refs []runRef
 	total := -1
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id, &total); err != nil {
+		var ref runRef
+		var expired sql.NullInt64
+		if err := rows.Scan(&ref.id, &total, &ref.pinned, &expired); err != nil {
 			rows.Close()
 			return nil, -1, r.s.mapErr(err)
 		}
-		ids = append(ids, id)
+		ref.filesExpired = expired.Int64
+		refs = append(refs, ref)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, -1, r.s.mapErr(err)
 	}
-	execs, err := r.runsByID(ctx, orgID, ids)
-	if len(execs) < len(ids) {
+	execs, err := r.runsByID(ctx, orgID, refs)
+	if len(execs) < len(refs) {
 		total = -1 // some were deleted since: count again
 	}
 	return execs, total, err
 }
 
-// runsByID returns the organization's runs ids, in order: the finished ones from finalRuns,
-// the few others (runs still going, mostly) read by ID; a run deleted since is left out.
-// errUncached when more than maxFetchedMisses are not cached.
-func (r executionRepo) runsByID(ctx context.Context, orgID string, ids []string) ([]domain.Execution, error) {
+// runsByID returns the organization's runs refs, in order: the finished ones from finalRuns
+// when cached at the same version, the few others (runs still going, runs pinned or expired
+// since they were cached) read by ID; a run deleted since is left out. errUncached when more
+// than maxFetchedMisses are not cached.
+func (r executionRepo) runsByID(ctx context.Context, orgID string, refs []runRef) ([]domain.Execution, error) {
 	c := r.s.finalRuns
 	if c == nil || r.s.tx != nil {
 		return nil, errUncached
 	}
-	out := make([]domain.Execution, len(ids))
+	out := make([]domain.Execution, len(refs))
 	var missing []int
-	for i, id := range ids {
-		if !c.get(id, &out[i]) {
+	for i, ref := range refs {
+		if !c.get(ref.id, &out[i]) || refOf(&out[i]) != ref {
 			if missing = append(missing, i); len(missing) > maxFetchedMisses {
 				return nil, errUncached
 			}
@@ -441,7 +466,7 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, ids []string)
 	q := `SELECT ` + listColumns + ` FROM executions WHERE organization_id = ? AND id = ?`
 	gone := false
 	for _, i := range missing {
-		err := x.scan(r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, ids[i]), &out[i])
+		err := x.scan(r.s.on(q).QueryRowContext(ctx, r.s.d.rebind(q), orgID, refs[i].id), &out[i])
 		switch {
 		case errors.Is(err, sql.ErrNoRows): // deleted since: no longer listed
 			gone = true
@@ -458,12 +483,14 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, ids []string)
 }
 
 // finalRuns keeps the list rows of runs in a final status whose tests are recorded. Such a row
-// never changes: every write to a run's outcome is conditioned on a status before the final
-// ones, its gate is judged in the transaction that records its tests (history.Service.Record),
-// and Delete removes it (its ID is never reused). A cached row therefore never goes stale, on any replica, and a page of
-// finished runs costs a query of their IDs. Its IDs come from the caller's organization's own
-// query, so no run is ever read across organizations. The slices of a row are shared by the
-// copies handed out: callers do not change them.
+// changes only where its version (runRef) says so: every other write to a run's outcome is
+// conditioned on a status before the final ones, its gate is judged in the transaction that
+// records its tests (history.Service.Record), retention's writes (a pin, the files' expiry)
+// change the version, and Delete removes the run (its ID is never reused). A cached row is
+// served only at the version the page's query read, so it never goes stale, on any replica,
+// and a page of finished runs costs a query of their IDs and versions. Its IDs come from the
+// caller's organization's own query, so no run is ever read across organizations. The slices
+// of a row are shared by the copies handed out: callers do not change them.
 type finalRuns struct {
 	mu sync.RWMutex
 	m  map[string]domain.Execution

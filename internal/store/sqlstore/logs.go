@@ -139,6 +139,25 @@ func (r logRepo) DeleteAll(ctx context.Context, executionID string) error {
 	return err
 }
 
+// DeleteChunks deletes up to limit chunks of the runs executionIDs in one statement, by their
+// primary key, and says how many it deleted.
+func (r logRepo) DeleteChunks(ctx context.Context, executionIDs []string, limit int) (int, error) {
+	if len(executionIDs) == 0 || limit <= 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(executionIDs)+1)
+	for _, id := range executionIDs {
+		args = append(args, id)
+	}
+	res, err := r.s.exec(ctx, `DELETE FROM execution_logs WHERE (execution_id, seq) IN (SELECT execution_id, seq
+		FROM execution_logs WHERE execution_id IN (`+placeholders(len(executionIDs))+`) LIMIT ?)`, append(args, limit)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // isForeignKeyViolation reports a refused reference (SQLite needs foreign_keys on, which every
 // connection of the store has). It belongs with the dialect's isUnique.
 func isForeignKeyViolation(err error) bool {

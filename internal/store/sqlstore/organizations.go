@@ -11,17 +11,19 @@ import (
 type orgRepo struct{ s *Store }
 
 const orgColumns = `id, name, slug, plan, ai_analysis_enabled, features, provider_customer_id, billing,
-	storage_used_bytes, created_at, allowed_images, ai_default_model, ai_keys`
+	storage_used_bytes, created_at, allowed_images, ai_default_model, ai_keys, retention_logs_days, retention_runs_days`
 
 func scanOrg(r scanner) (*domain.Organization, error) {
 	var o domain.Organization
 	var features, billing, images, keys string
 	var customerID sql.NullString
 	var created int64
+	var logsDays, runsDays sql.NullInt64
 	if err := r.Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.AIAnalysisEnabled, &features, &customerID, &billing,
-		&o.StorageUsedBytes, &created, &images, &o.AIDefaultModel, &keys); err != nil {
+		&o.StorageUsedBytes, &created, &images, &o.AIDefaultModel, &keys, &logsDays, &runsDays); err != nil {
 		return nil, err
 	}
+	o.Retention = domain.RetentionSetting{LogsDays: intPtr(logsDays), RunsDays: intPtr(runsDays)}
 	if err := json.Unmarshal([]byte(keys), &o.AIKeys); err != nil {
 		return nil, err
 	}
@@ -74,9 +76,10 @@ func (r orgRepo) Create(ctx context.Context, o *domain.Organization) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = r.s.exec(ctx, `INSERT INTO organizations (`+orgColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		o.ID, o.Name, o.Slug, o.Plan, o.AIAnalysisEnabled, string(features), customerID, billing,
-		o.StorageUsedBytes, millis(o.CreatedAt), images, o.AIDefaultModel, keys)
+		o.StorageUsedBytes, millis(o.CreatedAt), images, o.AIDefaultModel, keys, nullInt(o.Retention.LogsDays),
+		nullInt(o.Retention.RunsDays))
 	return err
 }
 
@@ -160,4 +163,24 @@ func (r orgRepo) SetAIConfig(ctx context.Context, id, defaultModel string, keys 
 		return err
 	}
 	return r.s.execOne(ctx, `UPDATE organizations SET ai_default_model = ?, ai_keys = ? WHERE id = ?`, defaultModel, j, id)
+}
+
+// SetRetention replaces the organization's own retention days (NULL: the plan's).
+func (r orgRepo) SetRetention(ctx context.Context, id string, rs domain.RetentionSetting) error {
+	return r.s.execOne(ctx, `UPDATE organizations SET retention_logs_days = ?, retention_runs_days = ? WHERE id = ?`,
+		nullInt(rs.LogsDays), nullInt(rs.RunsDays), id)
+}
+
+// ListAfter reads a page of organizations in the order of their primary key.
+func (r orgRepo) ListAfter(ctx context.Context, afterID string, limit int) ([]domain.Organization, error) {
+	return list(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+}
+
+// intPtr is a nullable integer column's value: nil for NULL.
+func intPtr(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
 }

@@ -39,8 +39,9 @@ func (g *tableGens) wrote(query string) {
 	}
 }
 
-// writtenTable is the table an INSERT or UPDATE writes, "" for a SELECT, "*" for a DELETE or a
-// statement of another kind.
+// writtenTable is the table an INSERT or UPDATE writes, or a DELETE from a table nothing
+// references (leafTables), "" for a SELECT, "*" for another DELETE or a statement of another
+// kind.
 func writtenTable(query string) string {
 	f := strings.Fields(query)
 	if len(f) == 0 {
@@ -57,9 +58,18 @@ func writtenTable(query string) string {
 		if len(f) > 1 {
 			return tableName(f[1])
 		}
+	case "DELETE":
+		if len(f) > 2 && strings.EqualFold(f[1], "FROM") && leafTables[tableName(f[2])] {
+			return tableName(f[2])
+		}
 	}
 	return "*"
 }
+
+// leafTables are tables no foreign key references: a DELETE from one cascades nowhere. A run's
+// log chunks are deleted by retention a run at a time; that must not empty the caches of users
+// and run pages, which every request reads.
+var leafTables = map[string]bool{"execution_logs": true}
 
 // tableName is the table of "name" or "name(columns…".
 func tableName(s string) string {

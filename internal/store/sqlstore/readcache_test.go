@@ -26,6 +26,8 @@ func TestWrittenTable(t *testing.T) {
 		"UPDATE organizations SET plan = ?":              "organizations",
 		"INSERT INTO execution_logs (execution_id) ...":  "execution_logs",
 		"DELETE FROM projects WHERE id = ?":              "*",
+		"DELETE FROM executions WHERE id = ?":            "*",
+		"DELETE FROM execution_logs WHERE id = ?":        "execution_logs",
 		"WITH x AS (SELECT 1) UPDATE users SET role = ?": "*",
 		"":               "*",
 		"INSERT users":   "*",

@@ -25,6 +25,7 @@ func RunExecutions(t *testing.T, open Opener) {
 	t.Run("Logs", func(t *testing.T) { testLogs(t, open) })
 	t.Run("Outcomes", func(t *testing.T) { testOutcomes(t, open) })
 	t.Run("CancelRequested", func(t *testing.T) { testCancelRequested(t, open) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 }
 
 func execID(e domain.Execution) string  { return e.ID }

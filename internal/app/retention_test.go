@@ -334,6 +334,10 @@ func TestRetentionS3(t *testing.T) {
 	}
 	h.clock.Advance(5 * day)
 	waitExpired(h, a, old.task)
+	// The job marks a batch expired first and deletes its files after: wait for the delete.
+	for deadline := time.Now().Add(15 * time.Second); len(keys(old.task)) != 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if left := keys(old.task); len(left) != 0 {
 		t.Fatalf("the expired run's objects are left: %v", left)
 	}

@@ -29,8 +29,10 @@ type Histories interface {
 	Record(ctx context.Context, run *domain.Execution) error
 }
 
-// historyTimeout bounds each call to Histories.
-const historyTimeout = 30 * time.Second
+// historyTimeout bounds each call to Histories: the run is announced after it, so an outage of
+// the database must not hold the announcement long (a run not recorded then is recorded, and
+// judged, by the histories' catch-up).
+const historyTimeout = 5 * time.Second
 
 // analysisTimeout bounds the analysis step: the model's 60 s and the built-in fallback.
 const analysisTimeout = 90 * time.Second

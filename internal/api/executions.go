@@ -159,22 +159,11 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 // filter's parts further (executions.CheckFilter).
 func parseExecutionFilter(q url.Values) (store.ExecutionFilter, error) {
 	f := store.ExecutionFilter{ProjectID: q.Get("projectId"), Image: q.Get("image"), Limit: 25}
-	var bad *domain.Error
-	atoi := func(name string, def, lo, hi int) int {
-		v := q.Get(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad = domain.BadRequest("Validation error", name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
-		}
-		return n
-	}
-	f.Limit = atoi("limit", 25, 1, 100)
-	f.Offset = atoi("offset", 0, 0, 1<<30)
-	if bad != nil {
-		return f, bad
+	qp := &query{v: q}
+	f.Limit = qp.int("limit", 25, 1, 100)
+	f.Offset = qp.int("offset", 0, 0, 1<<30)
+	if qp.bad != nil {
+		return f, qp.bad
 	}
 	labels := q["label"]
 	if len(labels) > domain.MaxLabels {

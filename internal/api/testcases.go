@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"verdict/internal/domain"
@@ -52,22 +51,11 @@ func (s *Server) createTestCase(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listTestCases(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TestCaseFilter{ProjectID: q.Get("projectId"), Suite: q.Get("suite"), Tag: q.Get("tag")}
-	var bad *domain.Error
-	atoi := func(name string, def, lo, hi int) int {
-		v := q.Get(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad = domain.BadRequest("Validation error", name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
-		}
-		return n
-	}
-	f.Limit = atoi("limit", testcases.DefaultListLimit, 1, testcases.MaxListLimit)
-	f.Offset = atoi("offset", 0, 0, 1<<30)
-	if bad != nil {
-		writeDomainError(w, bad)
+	qp := &query{v: q}
+	f.Limit = qp.int("limit", testcases.DefaultListLimit, 1, testcases.MaxListLimit)
+	f.Offset = qp.int("offset", 0, 0, 1<<30)
+	if qp.bad != nil {
+		writeDomainError(w, qp.bad)
 		return
 	}
 	list, total, err := s.testCases.List(r.Context(), principalFrom(r), f)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"verdict/internal/domain"
@@ -82,33 +81,12 @@ func TestView(t *domain.TrackedTest) Test {
 func (s *Server) listTests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := history.Filter{ProjectID: q.Get("projectId"), Image: q.Get("image"), Query: q.Get("q"), Status: q.Get("status")}
-	var bad *domain.Error
-	atoi := func(name string, def, lo, hi int) int {
-		v := q.Get(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad = domain.BadRequest("Validation error", name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
-		}
-		return n
-	}
-	flag := func(name string) bool {
-		switch q.Get(name) {
-		case "", "false":
-			return false
-		case "true":
-			return true
-		}
-		bad = domain.BadRequest("Validation error", name+" must be true or false")
-		return false
-	}
-	f.Limit = atoi("limit", history.DefaultListLimit, 1, history.MaxListLimit)
-	f.Offset = atoi("offset", 0, 0, 1<<30)
-	f.Flaky, f.Quarantined = flag("flaky"), flag("quarantined")
-	if bad != nil {
-		writeDomainError(w, bad)
+	qp := &query{v: q}
+	f.Limit = qp.int("limit", history.DefaultListLimit, 1, history.MaxListLimit)
+	f.Offset = qp.int("offset", 0, 0, 1<<30)
+	f.Flaky, f.Quarantined = qp.flag("flaky"), qp.flag("quarantined")
+	if qp.bad != nil {
+		writeDomainError(w, qp.bad)
 		return
 	}
 	tests, total, err := s.histories.List(r.Context(), principalFrom(r), f)

@@ -25,6 +25,7 @@ import (
 	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/egress"
 	"verdict/internal/executions"
 	"verdict/internal/follow"
 	"verdict/internal/history"
@@ -136,6 +137,7 @@ type wiring struct {
 	renderer *mail.Renderer // mail
 
 	box         *secretbox.Box // keys and reports
+	egress      *egress.Guard  // the check of tenants' outgoing URLs
 	reportStore reportStore
 	reports     report.Store
 	signer      *report.Signer

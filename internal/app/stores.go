@@ -9,6 +9,7 @@ import (
 
 	"verdict/internal/auth"
 	"verdict/internal/crypto/secretbox"
+	"verdict/internal/egress"
 	"verdict/internal/ratelimit"
 	"verdict/internal/report"
 	"verdict/internal/store/sqlstore"
@@ -77,6 +78,11 @@ func (w *wiring) keys(ctx context.Context) error {
 		return fmt.Errorf("ENCRYPTION_KEY: %w", err)
 	}
 	w.box = box
+	// Tenants' URLs (webhooks, chat hooks, their own GitHub or Jira) reach no internal address
+	// but those the operator allows.
+	if w.egress, err = egress.New(cfg.Integrations.EgressAllow); err != nil {
+		return fmt.Errorf("VERDICT_EGRESS_ALLOW: %w", err)
+	}
 	// Mail bodies (invitation links) are sealed at rest with a key of their own, so no other
 	// sealed value copied into the outbox would be opened and mailed.
 	mailBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict mail outbox"))

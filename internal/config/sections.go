@@ -324,6 +324,9 @@ type Integrations struct {
 	LinearAPIURL     string // LINEAR_API_URL [https://api.linear.app/graphql]
 	MondayAPIURL     string // MONDAY_API_URL [https://api.monday.com/v2]
 	MondayAPIVersion string // MONDAY_API_VERSION [2026-07]
+	// EgressAllow are the internal hosts, addresses and networks tenants' URLs may reach
+	// (VERDICT_EGRESS_ALLOW, comma-separated; checked by app with internal/egress) [none].
+	EgressAllow []string
 }
 
 // mondayVersion is the shape of a Monday.com API version: a year and a month.
@@ -331,7 +334,8 @@ var mondayVersion = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
 func decodeIntegrations(d *decoder) Integrations {
 	i := Integrations{LinearAPIURL: d.str("LINEAR_API_URL", "https://api.linear.app/graphql"),
-		MondayAPIURL: d.str("MONDAY_API_URL", "https://api.monday.com/v2"), MondayAPIVersion: d.str("MONDAY_API_VERSION", "2026-07")}
+		MondayAPIURL: d.str("MONDAY_API_URL", "https://api.monday.com/v2"), MondayAPIVersion: d.str("MONDAY_API_VERSION", "2026-07"),
+		EgressAllow: d.list("VERDICT_EGRESS_ALLOW", "")}
 	for _, u := range []struct{ name, v string }{{"LINEAR_API_URL", i.LinearAPIURL}, {"MONDAY_API_URL", i.MondayAPIURL}} {
 		if !httpURL(u.v) {
 			d.bad(u.name, "want an http(s) URL, got %q", u.v)

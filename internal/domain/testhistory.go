@@ -30,6 +30,17 @@ const (
 	CommitLabel = "commit"
 )
 
+// Labels of a run that the team's loop reads and writes: what queued it ("schedule", "github",
+// "gitlab"), the schedule's name, the repository ("owner/name", or a GitLab project's path) and
+// the pull or merge request's number. A run labelled with repo and commit reports its status to
+// that commit.
+const (
+	TriggerLabel  = "trigger"
+	ScheduleLabel = "schedule"
+	RepoLabel     = "repo"
+	PRLabel       = "pr"
+)
+
 // TestScope is the scope a run's tests are known in: its project, or its image for a run
 // without one.
 func TestScope(projectID, image string) string {

@@ -175,6 +175,11 @@ type Principal struct {
 	SessionExpires time.Time
 }
 
+// Automation is the principal a schedule or a source-control hook queues runs as: the
+// organization's, with the developer role and no user, so the run's triggeredBy is empty and its
+// trigger label (domain.TriggerLabel) says what queued it. The plan's limits apply as to anyone.
+func Automation(orgID string) *Principal { return &Principal{OrgID: orgID, Role: domain.RoleDeveloper} }
+
 // IsAdmin reports whether the caller is an admin.
 func (p *Principal) IsAdmin() bool { return p.Role == domain.RoleAdmin }
 

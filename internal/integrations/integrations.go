@@ -136,22 +136,22 @@ func errDisabled(t tracker.Spec) *domain.Error {
 // upstreamError is the answer to a tracker's failure: 504 when it did not answer in time, else
 // 502 with what it said. suffix ends the message ("; nothing was saved").
 func (s *Service) upstreamError(t tracker.Spec, err error, suffix string) error {
-	var ge *gqlclient.Error
+	var ge *tracker.Error
 	if !errors.As(err, &ge) || errors.Is(ge.Kind, context.Canceled) {
 		return err
 	}
 	name, provider := t.Name, t.Provider
 	switch {
-	case errors.Is(ge.Kind, gqlclient.ErrTimeout):
+	case errors.Is(ge.Kind, tracker.ErrTimeout):
 		return domain.UpstreamTimeout("Tracker timeout",
 			fmt.Sprintf("%s did not answer within %s%s", name, s.timeout, suffix))
-	case errors.Is(ge.Kind, gqlclient.ErrKeyRefused):
+	case errors.Is(ge.Kind, tracker.ErrKeyRefused):
 		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s refused the stored API key (%s): an admin saves a new one with PUT /api/integrations/%s%s",
 				name, orDefault(ge.Message, "not authenticated"), provider, suffix))
-	case errors.Is(ge.Kind, gqlclient.ErrUnreachable):
+	case errors.Is(ge.Kind, tracker.ErrUnreachable):
 		return domain.Upstream("Tracker error", fmt.Sprintf("%s could not be reached: %s%s", name, ge.Message, suffix))
-	case errors.Is(ge.Kind, gqlclient.ErrMalformed):
+	case errors.Is(ge.Kind, tracker.ErrMalformed):
 		return domain.Upstream("Tracker error",
 			fmt.Sprintf("%s's answer could not be read: %s%s", name, ge.Message, suffix))
 	default:
@@ -279,7 +279,7 @@ func (s *Service) Save(ctx context.Context, p *identity.Principal, provider stri
 // keyCheckFailed is the answer when checking a new key failed: 400 Invalid API key when the
 // tracker refused it, else the tracker's failure (502, 504); nothing is saved either way.
 func (s *Service) keyCheckFailed(p *identity.Principal, t tracker.Spec, err error) error {
-	if errors.Is(err, gqlclient.ErrKeyRefused) {
+	if errors.Is(err, tracker.ErrKeyRefused) {
 		return domain.BadRequest("Invalid API key", t.Name+" refused this API key; nothing was saved")
 	}
 	s.log.Warn("checking an organization's tracker key failed", "org", p.OrgID, "provider", t.Provider, "err", err)

@@ -2,7 +2,7 @@
 // the typed operations genqlient generates for each tracker (internal/integrations/linear,
 // internal/integrations/monday). Each call sends the organization's API key in the
 // Authorization header, is bounded in time (15 s by default) and in the size of what it reads,
-// follows no redirect, and ends in data or an [*Error] whose Kind says what went wrong: the key
+// follows no redirect, and ends in data or a [*tracker.Error] whose Kind says what went wrong: the key
 // refused, the tracker's own error (with its message), no answer in time, no connection, or an
 // answer that is not the GraphQL response it should be.
 //
@@ -22,50 +22,9 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 
+	"verdict/internal/integrations/tracker"
 	"verdict/internal/redact"
 )
-
-// Errors, used as the Kind of an [*Error]: test them with errors.Is.
-var (
-	ErrKeyRefused  = errors.New("the tracker refused the API key")
-	ErrUpstream    = errors.New("the tracker answered with an error")
-	ErrTimeout     = errors.New("the tracker did not answer in time")
-	ErrUnreachable = errors.New("the tracker could not be reached")
-	ErrMalformed   = errors.New("the tracker's answer could not be read")
-)
-
-// Error is every error of a call.
-type Error struct {
-	Tracker    string // "Linear", "Monday.com"
-	Op         string // the GraphQL operation's name
-	Kind       error  // one of the Err values, or the caller's context error when it gave up
-	StatusCode int    // the HTTP status, when the tracker answered
-	// Message is the tracker's own explanation (its GraphQL errors' messages, or the HTTP
-	// status text), or what was wrong with its answer: one line, at most 300 bytes, never the
-	// key.
-	Message string
-	Code    string // the tracker's error code, when it gave one
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Tracker + " " + e.Op + ": " + e.Kind.Error())
-	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
-	}
-	if e.Message != "" {
-		b.WriteString(": " + e.Message)
-	}
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Kind }
-
-// Malformed is the error of an answer that parsed but lacks what the operation needs (an
-// issue without a link, say).
-func Malformed(tracker, op, detail string) *Error {
-	return &Error{Tracker: tracker, Op: op, Kind: ErrMalformed, Message: detail}
-}
 
 // Config is one tracker's API.
 type Config struct {
@@ -118,13 +77,13 @@ type client struct {
 	key string
 }
 
-// MakeRequest sends one operation and decodes its data into resp.Data. Any failure is an *Error.
+// MakeRequest sends one operation and decodes its data into resp.Data. Any failure is a *tracker.Error.
 func (c *client) MakeRequest(ctx context.Context, req *graphql.Request, resp *graphql.Response) error {
 	fail := func(kind error, status int, msg, code string) error {
-		return &Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: kind, StatusCode: status, Message: redact.Clean(msg, c.key), Code: code}
+		return &tracker.Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: kind, StatusCode: status, Message: redact.Clean(msg, c.key), Code: code}
 	}
 	if strings.TrimSpace(c.key) == "" {
-		return fail(ErrKeyRefused, 0, "no API key", "")
+		return fail(tracker.ErrKeyRefused, 0, "no API key", "")
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -134,7 +93,7 @@ func (c *client) MakeRequest(ctx context.Context, req *graphql.Request, resp *gr
 	defer cancel()
 	hr, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.e.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fail(ErrUnreachable, 0, "invalid API address", "")
+		return fail(tracker.ErrUnreachable, 0, "invalid API address", "")
 	}
 	for k, v := range c.e.cfg.Header {
 		hr.Header[k] = v
@@ -153,14 +112,14 @@ func (c *client) MakeRequest(ctx context.Context, req *graphql.Request, resp *gr
 	switch {
 	case err == nil:
 	case ctx.Err() != nil: // the caller gave up
-		return &Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: ctx.Err()}
+		return &tracker.Error{Tracker: c.e.cfg.Tracker, Op: req.OpName, Kind: ctx.Err()}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		return fail(ErrTimeout, 0, fmt.Sprintf("no answer within %s", c.e.cfg.Timeout), "")
+		return fail(tracker.ErrTimeout, 0, fmt.Sprintf("no answer within %s", c.e.cfg.Timeout), "")
 	default:
-		return fail(ErrUnreachable, 0, err.Error(), "")
+		return fail(tracker.ErrUnreachable, 0, err.Error(), "")
 	}
 	if len(raw) > maxResponseBytes {
-		return fail(ErrMalformed, res.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", maxResponseBytes), "")
+		return fail(tracker.ErrMalformed, res.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", maxResponseBytes), "")
 	}
 	return c.e.decode(raw, res.StatusCode, resp, fail)
 }
@@ -192,7 +151,7 @@ func (e *Endpoint) decode(raw []byte, status int, resp *graphql.Response,
 	var errs []gqlError
 	if jsonErr == nil && len(env.Errors) > 0 && string(env.Errors) != "null" {
 		if err := json.Unmarshal(env.Errors, &errs); err != nil {
-			return fail(ErrMalformed, status, "its errors are not a list of GraphQL errors", "")
+			return fail(tracker.ErrMalformed, status, "its errors are not a list of GraphQL errors", "")
 		}
 	}
 	// What the tracker said went wrong, if anything.
@@ -232,21 +191,21 @@ func (e *Endpoint) decode(raw []byte, status int, resp *graphql.Response,
 	}
 	switch {
 	case refused:
-		return fail(ErrKeyRefused, status, msg, code)
+		return fail(tracker.ErrKeyRefused, status, msg, code)
 	case status < 200 || status > 299:
 		if msg == "" {
 			msg = fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
 		}
-		return fail(ErrUpstream, status, msg, code)
+		return fail(tracker.ErrUpstream, status, msg, code)
 	case jsonErr != nil:
-		return fail(ErrMalformed, status, "the answer is not JSON", "")
+		return fail(tracker.ErrMalformed, status, "the answer is not JSON", "")
 	case msg != "":
-		return fail(ErrUpstream, status, msg, code)
+		return fail(tracker.ErrUpstream, status, msg, code)
 	case len(env.Data) == 0 || string(env.Data) == "null":
-		return fail(ErrMalformed, status, "the answer has no data", "")
+		return fail(tracker.ErrMalformed, status, "the answer has no data", "")
 	}
 	if err := json.Unmarshal(env.Data, resp.Data); err != nil {
-		return fail(ErrMalformed, status, "its data do not have the operation's shape", "")
+		return fail(tracker.ErrMalformed, status, "its data do not have the operation's shape", "")
 	}
 	return nil
 }

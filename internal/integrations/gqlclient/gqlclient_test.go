@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"verdict/internal/integrations/tracker"
 
 	"github.com/Khan/genqlient/graphql"
 )
@@ -55,21 +56,21 @@ func TestDecode(t *testing.T) {
 	}{
 		{"data", 200, `{"data":{"thing":{"id":"1"}}}`, nil, ""},
 		{"GraphQL error with data", 200, `{"data":{"thing":null},"errors":[{"message":"Thing not found","extensions":{"code":"NOT_FOUND"}}]}`,
-			ErrUpstream, "Thing not found"},
-		{"errors, several", 400, `{"errors":[{"message":"a"},{"message":"b"},{"message":"c"},{"message":"d"}]}`, ErrUpstream, "a; b; c"},
+			tracker.ErrUpstream, "Thing not found"},
+		{"errors, several", 400, `{"errors":[{"message":"a"},{"message":"b"},{"message":"c"},{"message":"d"}]}`, tracker.ErrUpstream, "a; b; c"},
 		{"authentication code", 400, `{"errors":[{"message":"Authentication required","extensions":{"code":"AUTHENTICATION_ERROR"}}]}`,
-			ErrKeyRefused, "Authentication required"},
-		{"HTTP 401 without a body", 401, ``, ErrKeyRefused, ""},
-		{"legacy 401", 200, `{"error_message":"Not Authenticated","status_code":401}`, ErrKeyRefused, "Not Authenticated"},
-		{"legacy error", 200, `{"error_code":"InvalidBoardIdException","error_message":"No board","status_code":200}`, ErrUpstream, "No board"},
-		{"HTTP 500 text", 500, `oops`, ErrUpstream, "HTTP 500 Internal Server Error"},
-		{"HTTP 503 JSON error", 503, `{"errors":[{"message":"Down for maintenance"}]}`, ErrUpstream, "Down for maintenance"},
-		{"not JSON", 200, `<html>`, ErrMalformed, "not JSON"},
-		{"no data", 200, `{}`, ErrMalformed, "no data"},
-		{"data of another shape", 200, `{"data":{"thing":"x"}}`, ErrMalformed, "shape"},
-		{"errors of another shape", 200, `{"errors":"boom"}`, ErrMalformed, "not a list"},
-		{"the key echoed", 400, `{"errors":[{"message":"bad key ` + key + `"}]}`, ErrUpstream, "bad key [redacted]"},
-		{"too large", 200, `{"data":{"thing":{"id":"` + strings.Repeat("x", maxResponseBytes) + `"}}}`, ErrMalformed, "larger than"},
+			tracker.ErrKeyRefused, "Authentication required"},
+		{"HTTP 401 without a body", 401, ``, tracker.ErrKeyRefused, ""},
+		{"legacy 401", 200, `{"error_message":"Not Authenticated","status_code":401}`, tracker.ErrKeyRefused, "Not Authenticated"},
+		{"legacy error", 200, `{"error_code":"InvalidBoardIdException","error_message":"No board","status_code":200}`, tracker.ErrUpstream, "No board"},
+		{"HTTP 500 text", 500, `oops`, tracker.ErrUpstream, "HTTP 500 Internal Server Error"},
+		{"HTTP 503 JSON error", 503, `{"errors":[{"message":"Down for maintenance"}]}`, tracker.ErrUpstream, "Down for maintenance"},
+		{"not JSON", 200, `<html>`, tracker.ErrMalformed, "not JSON"},
+		{"no data", 200, `{}`, tracker.ErrMalformed, "no data"},
+		{"data of another shape", 200, `{"data":{"thing":"x"}}`, tracker.ErrMalformed, "shape"},
+		{"errors of another shape", 200, `{"errors":"boom"}`, tracker.ErrMalformed, "not a list"},
+		{"the key echoed", 400, `{"errors":[{"message":"bad key ` + key + `"}]}`, tracker.ErrUpstream, "bad key [redacted]"},
+		{"too large", 200, `{"data":{"thing":{"id":"` + strings.Repeat("x", maxResponseBytes) + `"}}}`, tracker.ErrMalformed, "larger than"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := call(t, c.status, c.body)
@@ -79,7 +80,7 @@ func TestDecode(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *tracker.Error
 			if !errors.As(err, &e) || !errors.Is(err, c.kind) || !strings.Contains(e.Message, c.msg) || e.Op != "Thing" {
 				t.Fatalf("got %v, want %v with %q", err, c.kind, c.msg)
 			}
@@ -94,7 +95,7 @@ func TestNoRedirect(t *testing.T) {
 	}))
 	defer elsewhere.Close()
 	_, err := call(t, http.StatusTemporaryRedirect, "", "Location", elsewhere.URL)
-	if !errors.Is(err, ErrUpstream) || !strings.Contains(err.Error(), "307") {
+	if !errors.Is(err, tracker.ErrUpstream) || !strings.Contains(err.Error(), "307") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -112,7 +113,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	req := &graphql.Request{OpName: "Thing", Query: "query Thing { thing { id } }"}
 	start := time.Now()
 	err := e.With(key).MakeRequest(context.Background(), req, &graphql.Response{Data: &struct{}{}})
-	if !errors.Is(err, ErrTimeout) || time.Since(start) > 2*time.Second {
+	if !errors.Is(err, tracker.ErrTimeout) || time.Since(start) > 2*time.Second {
 		t.Fatalf("got %v after %s", err, time.Since(start))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,10 +124,10 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 	srv.Close()
 	err = e.With(key).MakeRequest(context.Background(), req, &graphql.Response{Data: &struct{}{}})
-	if !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "TOPSECRET") {
+	if !errors.Is(err, tracker.ErrUnreachable) || strings.Contains(err.Error(), "TOPSECRET") {
 		t.Fatalf("closed server: %v", err)
 	}
-	if err := e.With(" ").MakeRequest(context.Background(), req, &graphql.Response{Data: &struct{}{}}); !errors.Is(err, ErrKeyRefused) {
+	if err := e.With(" ").MakeRequest(context.Background(), req, &graphql.Response{Data: &struct{}{}}); !errors.Is(err, tracker.ErrKeyRefused) {
 		t.Fatalf("no key: %v", err)
 	}
 }

@@ -62,7 +62,7 @@ func New(cfg Config) *Client {
 func (c *Client) Timeout() time.Duration { return c.api.Timeout() }
 
 // CheckKey asks who apiKey belongs to (viewer { id }): nil when Linear accepts the key, an error
-// matching gqlclient.ErrKeyRefused when it refuses it, another *gqlclient.Error when it could
+// matching tracker.ErrKeyRefused when it refuses it, another *tracker.Error when it could
 // not tell.
 func (c *Client) CheckKey(ctx context.Context, apiKey string) error {
 	res, err := Viewer(ctx, c.api.With(apiKey))
@@ -70,7 +70,7 @@ func (c *Client) CheckKey(ctx context.Context, apiKey string) error {
 		return err
 	}
 	if res.Viewer.Id == "" {
-		return gqlclient.Malformed(name, "Viewer", "the viewer has no id")
+		return tracker.Malformed(name, "Viewer", "the viewer has no id")
 	}
 	return nil
 }
@@ -93,9 +93,9 @@ func (c *Client) CreateIssue(ctx context.Context, apiKey, teamID, title, descrip
 	p := res.IssueCreate
 	switch {
 	case !p.Success:
-		return nil, &gqlclient.Error{Tracker: name, Op: op, Kind: gqlclient.ErrUpstream, Message: "Linear did not create the issue (success: false)"}
+		return nil, &tracker.Error{Tracker: name, Op: op, Kind: tracker.ErrUpstream, Message: "Linear did not create the issue (success: false)"}
 	case p.Issue == nil || p.Issue.Id == "" || p.Issue.Url == "":
-		return nil, gqlclient.Malformed(name, op, "the created issue has no id or url")
+		return nil, tracker.Malformed(name, op, "the created issue has no id or url")
 	}
 	return &Issue{ID: p.Issue.Id, Identifier: p.Issue.Identifier, Title: p.Issue.Title, URL: p.Issue.Url}, nil
 }

@@ -90,15 +90,15 @@ type Account struct {
 }
 
 // CheckKey asks who apiKey belongs to (me { id account { slug } }): the account when Monday.com
-// accepts the token, an error matching gqlclient.ErrKeyRefused when it refuses it, another
-// *gqlclient.Error when it could not tell.
+// accepts the token, an error matching tracker.ErrKeyRefused when it refuses it, another
+// *tracker.Error when it could not tell.
 func (c *Client) CheckKey(ctx context.Context, apiKey string) (*Account, error) {
 	res, err := Me(ctx, c.api.With(apiKey))
 	if err != nil {
 		return nil, err
 	}
 	if res.Me == nil || res.Me.Id == "" {
-		return nil, gqlclient.Malformed(name, "Me", "no user for the token")
+		return nil, tracker.Malformed(name, "Me", "no user for the token")
 	}
 	return &Account{Slug: res.Me.Account.Slug}, nil
 }
@@ -123,7 +123,7 @@ func (c *Client) CreateItem(ctx context.Context, apiKey, boardID, groupID, itemN
 	}
 	it := res.Create_item
 	if it == nil || it.Id == "" {
-		return nil, gqlclient.Malformed(name, "CreateItem", "no item in the answer")
+		return nil, tracker.Malformed(name, "CreateItem", "no item in the answer")
 	}
 	link := it.Url
 	if link == "" && accountSlug != "" {
@@ -131,7 +131,7 @@ func (c *Client) CreateItem(ctx context.Context, apiKey, boardID, groupID, itemN
 			"/pulses/" + url.PathEscape(it.Id)
 	}
 	if link == "" {
-		return nil, gqlclient.Malformed(name, "CreateItem", "the item has no url")
+		return nil, tracker.Malformed(name, "CreateItem", "the item has no url")
 	}
 	return &Item{ID: it.Id, Name: it.Name, URL: link}, nil
 }
@@ -143,7 +143,7 @@ func (c *Client) AddUpdate(ctx context.Context, apiKey, itemID, body string) err
 		return err
 	}
 	if res.Create_update == nil || res.Create_update.Id == "" {
-		return gqlclient.Malformed(name, "CreateUpdate", "no update in the answer")
+		return tracker.Malformed(name, "CreateUpdate", "no update in the answer")
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // Tracker speaks to one issue tracker on behalf of an organization: every call brings the
-// organization's key. Its errors are *gqlclient.Error values (a refused key matches
-// gqlclient.ErrKeyRefused), which the service words for the caller; they never carry the key.
+// organization's key. Its errors are [*Error] values (a refused key matches
+// ErrKeyRefused), which the service words for the caller; they never carry the key.
 type Tracker interface {
 	// Check asks the tracker whose key this is: nil when it accepts it. learnt are settings
 	// the tracker told on the way (Monday.com's account slug), kept with the organization's

@@ -181,7 +181,12 @@ const finishedView = finishedItem + `,"tests":[
 	"trackerAIssues":[{"issueId":"9f0e0001-0000-4000-8000-000000000000","issueUrl":"https://linear.app/acme/issue/eng-7",
 		"identifier":"ENG-7","title":"Checkout fails","createdBy":"dev-1","createdAt":"2026-05-04T09:59:50.000Z"}],
 	"trackerBItems":[{"itemId":"9000000001","itemUrl":"https://acme.monday.com/boards/1/pulses/9000000001",
-		"title":"Checkout fails","createdBy":"admin-1","createdAt":"2026-05-04T09:59:55.000Z"}]}`
+		"title":"Checkout fails","createdBy":"admin-1","createdAt":"2026-05-04T09:59:55.000Z"}],
+	"jiraIssues":[],
+	"tickets":[{"provider":"linear","id":"9f0e0001-0000-4000-8000-000000000000","identifier":"ENG-7",
+		"url":"https://linear.app/acme/issue/eng-7","title":"Checkout fails","createdAt":"2026-05-04T09:59:50.000Z"},
+		{"provider":"monday","id":"9000000001","identifier":"","url":"https://acme.monday.com/boards/1/pulses/9000000001",
+		"title":"Checkout fails","createdAt":"2026-05-04T09:59:55.000Z"}]}`
 
 // runningRun is a run started 10 s before testNow, waiting on nothing.
 func runningRun() domain.Execution {
@@ -308,7 +313,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"labels":{},"cancelRequested":false,
 		"runner":"","summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
 		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"tests":[],"testsNotKept":0,"testsOmitted":0,"analysis":null,
-		"trackerAIssues":[],"trackerBItems":[]}}`)
+		"trackerAIssues":[],"trackerBItems":[],"jiraIssues":[],"tickets":[]}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("queued %+v, want %+v", got, want)

@@ -21,8 +21,8 @@ import (
 // service.
 var errIntegrationsOff = domain.Unavailable("Integrations not configured", "Tracker integrations are not available on this server")
 
-// trackerAPI is a tracker's JSON shapes, made once from its Spec: the PUT body (apiKey, its
-// settings, enabled), the settings' view (enabled, configured, its settings, null when unset)
+// trackerAPI is a tracker's JSON shapes, made once from its Spec: the PUT body (apiKey, or
+// the member its Spec names, such as Jira's apiToken; its settings, enabled), the settings' view (enabled, configured, its settings, null when unset)
 // and a ticket's view (<noun>Id, <noun>Url, identifier when it has one, title, createdBy,
 // createdAt). Each is a struct type, so decode refuses unknown fields and wrong types as for
 // every other body, and a view encodes its members in that order.
@@ -55,7 +55,7 @@ func member(i int, key string, t reflect.Type) reflect.StructField {
 }
 
 func newTrackerAPI(t tracker.Spec) *trackerAPI {
-	body := []reflect.StructField{member(0, "apiKey", stringPtr)}
+	body := []reflect.StructField{member(0, t.KeyMember(), stringPtr)}
 	settings := []reflect.StructField{member(0, "enabled", boolT), member(1, "configured", boolT)}
 	for _, f := range t.Fields {
 		body = append(body, member(len(body), f.Key, stringPtr))
@@ -149,7 +149,8 @@ func (s *Server) getTracker(a *trackerAPI) http.HandlerFunc {
 }
 
 // putTracker: PUT /api/integrations/{provider} {apiKey?, the tracker's settings, enabled?}
-// (linear: teamId; monday: boardId, groupId?).
+// (linear: teamId; monday: boardId, groupId?; jira: {apiToken?, baseUrl, email, projectKey,
+// issueType}).
 func (s *Server) putTracker(a *trackerAPI) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.trackersOn(w) {

@@ -261,7 +261,8 @@ type Execution struct {
 	Analysis *domain.Analysis `json:"analysis"`
 	// tickets are the tickets created from the run, oldest first: MarshalJSON lists them in a
 	// member per registered tracker (its Spec's RunField: trackerAIssues for Linear's issues,
-	// trackerBItems for Monday.com's items). The list leaves them out.
+	// trackerBItems for Monday.com's items, jiraIssues for Jira's), then all of them in
+	// tickets (RunTicket). The list leaves them out.
 	tickets []domain.Ticket
 }
 
@@ -290,7 +291,27 @@ func (x Execution) MarshalJSON() ([]byte, error) {
 		b = append(append(append(b, ',', '"'), a.spec.RunField...), '"', ':')
 		b = append(b, v...)
 	}
+	all := make([]RunTicket, len(x.tickets))
+	for i, t := range x.tickets {
+		all[i] = RunTicket{Provider: t.Provider, ID: t.ExternalID, Identifier: t.Identifier, URL: t.URL, Title: t.Title,
+			CreatedAt: ts(t.CreatedAt)}
+	}
+	v, err := MarshalView(all)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `,"tickets":`...), v...)
 	return append(b, '}'), nil
+}
+
+// RunTicket is a ticket of a run in any tracker, as the run's tickets member lists it.
+type RunTicket struct {
+	Provider   string `json:"provider"`   // the tracker: linear, monday, jira
+	ID         string `json:"id"`         // the tracker's ID of the ticket
+	Identifier string `json:"identifier"` // its human key (ENG-7, QA-12); "" when the tracker has none
+	URL        string `json:"url"`
+	Title      string `json:"title"`
+	CreatedAt  string `json:"createdAt"`
 }
 
 // Views makes the execution views, whose report links are absolute URLs on the origin that

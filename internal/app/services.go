@@ -68,7 +68,7 @@ func (w *wiring) services(ctx context.Context) error {
 		return events.views.ReportURL(e)
 	}
 	w.reportURL = reportURL
-	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, Endpoints: map[string]integrations.Endpoint{
+	w.trackers = integrations.New(integrations.Deps{Store: st, Box: trackerBox, Egress: w.egress, Endpoints: map[string]integrations.Endpoint{
 		"linear": {URL: cfg.Integrations.LinearAPIURL}, "monday": {URL: cfg.Integrations.MondayAPIURL, Version: cfg.Integrations.MondayAPIVersion}},
 		ReportURL: reportURL, Events: events, Clock: clock, Log: log})
 

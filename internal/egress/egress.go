@@ -139,6 +139,16 @@ func (g *Guard) allowedHost(h string) bool {
 	return g != nil && g.hosts[strings.ToLower(strings.TrimSuffix(h, "."))]
 }
 
+// Allows reports whether the operator allowed host (a name, or a literal address in an
+// allowed network): the one place a plain-http address of a tenant's is acceptable, an
+// internal service on the operator's own network.
+func (g *Guard) Allows(host string) bool {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return g.allowedAddr(a)
+	}
+	return g.allowedHost(host)
+}
+
 // CheckURL is the check of a URL when a tenant saves it: http or https, a host, no user
 // information, and not a literal internal address the operator did not allow. A name is checked
 // again when it is dialled (the Client). The error says what is wrong, without the URL's

@@ -65,6 +65,20 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+func TestAllows(t *testing.T) {
+	g, _ := New([]string{"10.9.0.0/16", "Hooks.Corp", "127.0.0.1"})
+	for host, want := range map[string]bool{"10.9.3.4": true, "hooks.corp": true, "hooks.corp.": true, "127.0.0.1": true,
+		"[::ffff:127.0.0.1]": true, "10.8.0.1": false, "example.com": false, "127.0.0.2": false} {
+		if got := g.Allows(host); got != want {
+			t.Errorf("Allows(%q) = %v, want %v", host, got, want)
+		}
+	}
+	var zero *Guard
+	if zero.Allows("127.0.0.1") {
+		t.Error("a nil guard allows loopback")
+	}
+}
+
 func TestNewRefusesBadEntries(t *testing.T) {
 	for _, e := range []string{"10.0.0.0/99", "not a host", "a..b"} {
 		if _, err := New([]string{e}); err == nil || !strings.Contains(err.Error(), e) {

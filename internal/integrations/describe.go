@@ -1,6 +1,7 @@
 package integrations
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"strings"
@@ -306,4 +307,86 @@ func clipRunes(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// adf is the description of a Jira issue, an Atlassian Document Format document: the caller's
+// text (as plain paragraphs: Jira does not read Markdown), then the run's details. Text nodes
+// are never empty, which Jira refuses.
+func (s story) adf(intro string) []byte {
+	type node = map[string]any
+	text := func(t string, marks ...node) node {
+		n := node{"type": "text", "text": t}
+		if len(marks) > 0 {
+			n["marks"] = marks
+		}
+		return n
+	}
+	strong := node{"type": "strong"}
+	para := func(content ...node) node { return node{"type": "paragraph", "content": content} }
+	heading := func(level int, t string) node {
+		return node{"type": "heading", "attrs": node{"level": level}, "content": []node{text(t)}}
+	}
+	list := func(items []node) node { return node{"type": "bulletList", "content": items} }
+	item := func(content ...node) node { return node{"type": "listItem", "content": content} }
+	fact := func(label, value string, marks ...node) node {
+		return item(para(text(label+":", strong), text(" "+orDefault(value, "-"), marks...)))
+	}
+	var doc []node
+	if intro = strings.TrimSpace(strings.ReplaceAll(intro, "\r\n", "\n")); intro != "" {
+		for _, p := range strings.Split(intro, "\n\n") {
+			var content []node
+			for i, line := range strings.Split(strings.TrimSpace(p), "\n") {
+				if i > 0 {
+					content = append(content, node{"type": "hardBreak"})
+				}
+				if line != "" {
+					content = append(content, text(line))
+				}
+			}
+			if len(content) > 0 {
+				doc = append(doc, para(content...))
+			}
+		}
+		doc = append(doc, node{"type": "rule"})
+	}
+	doc = append(doc, heading(2, "Verdict run "+s.taskID))
+	var facts []node
+	for _, f := range s.facts() {
+		facts = append(facts, fact(f[0], f[1]))
+	}
+	if s.reportURL != "" {
+		facts = append(facts, fact("Report", s.reportURL, node{"type": "link", "attrs": node{"href": s.reportURL}}))
+	}
+	doc = append(doc, list(facts))
+	if len(s.failing) > 0 {
+		doc = append(doc, heading(3, fmt.Sprintf("Failing tests (%d)", len(s.failing)+s.moreFailing)))
+		var items []node
+		for _, t := range s.failing {
+			head := []node{text(t.name, strong)}
+			if t.duration > 0 {
+				head = append(head, text(fmt.Sprintf(" (%s)", t.duration.Round(time.Millisecond))))
+			}
+			content := []node{para(head...)}
+			if t.message != "" {
+				content = append(content, node{"type": "codeBlock", "content": []node{text(t.message)}})
+			}
+			items = append(items, item(content...))
+		}
+		doc = append(doc, list(items))
+		if s.moreFailing > 0 {
+			doc = append(doc, para(text(fmt.Sprintf("…and %d more failing tests: see the report.", s.moreFailing))))
+		}
+	} else if note := s.noFailuresNote(); note != "" {
+		doc = append(doc, para(text(note)))
+	}
+	if af := s.analysisFacts(); af != nil {
+		doc = append(doc, heading(3, "Failure analysis"))
+		var items []node
+		for _, f := range af {
+			items = append(items, fact(f[0], f[1]))
+		}
+		doc = append(doc, list(items))
+	}
+	b, _ := json.Marshal(node{"version": 1, "type": "doc", "content": doc}) // maps of strings: cannot fail
+	return b
 }

@@ -17,12 +17,14 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
+	"verdict/internal/egress"
 	"verdict/internal/identity"
 	"verdict/internal/integrations/gqlclient"
 	"verdict/internal/integrations/tracker"
@@ -44,8 +46,11 @@ type Deps struct {
 	Endpoints map[string]Endpoint
 	// Timeout bounds each call to a tracker (default 15 s).
 	Timeout time.Duration
-	// HTTPClient, if set, carries the calls to the trackers.
+	// HTTPClient, if set, carries the calls to the trackers at the server's addresses.
 	HTTPClient *http.Client
+	// Egress checks the addresses organizations choose for their own trackers (Jira's site) and
+	// carries the calls to them; nil refuses every internal address.
+	Egress *egress.Guard
 	// ReportURL is the absolute link to a run's report, "" when it has none (the execution
 	// view's htmlReportUrl); nil: tickets carry no link.
 	ReportURL func(ctx context.Context, e *domain.Execution) string
@@ -67,6 +72,7 @@ type Endpoint struct {
 type Service struct {
 	store     store.Store
 	box       *secretbox.Box
+	egress    *egress.Guard
 	trackers  map[string]tracker.Tracker // the registry's, opened, by provider
 	timeout   time.Duration              // of each call to a tracker
 	reportURL func(ctx context.Context, e *domain.Execution) string
@@ -96,9 +102,13 @@ func New(d Deps) *Service {
 	trackers := make(map[string]tracker.Tracker, len(registry))
 	for _, p := range registry {
 		e := d.Endpoints[p.Provider]
-		trackers[p.Provider] = p.New(tracker.Config{URL: e.URL, Version: e.Version, Timeout: d.Timeout, HTTPClient: d.HTTPClient})
+		hc := d.HTTPClient
+		if p.TenantURL() {
+			hc = d.Egress.Client(d.Timeout)
+		}
+		trackers[p.Provider] = p.New(tracker.Config{URL: e.URL, Version: e.Version, Timeout: d.Timeout, HTTPClient: hc})
 	}
-	return &Service{store: d.Store, box: d.Box, trackers: trackers, timeout: d.Timeout, reportURL: d.ReportURL,
+	return &Service{store: d.Store, box: d.Box, egress: d.Egress, trackers: trackers, timeout: d.Timeout, reportURL: d.ReportURL,
 		events: d.Events, clock: d.Clock, newID: d.NewID, log: d.Log}
 }
 
@@ -213,17 +223,18 @@ func settingsView(t tracker.Spec, in *domain.Integration) *Settings {
 }
 
 // checkedKey validates a key from a request: trimmed, 1 to maxKeyBytes, no blanks inside.
-func checkedKey(k *string) (string, error) {
+func checkedKey(t tracker.Spec, k *string) (string, error) {
 	key := strings.TrimSpace(*k)
 	if key == "" || len(key) > maxKeyBytes || strings.ContainsAny(key, " \t\r\n") {
-		return "", validation("apiKey must be a key of 1 to %d characters without spaces", maxKeyBytes)
+		return "", validation("%s must be a key of 1 to %d characters without spaces", t.KeyMember(), maxKeyBytes)
 	}
 	return key, nil
 }
 
 // checkedValues validates a request's settings in the order of the tracker's fields: trimmed,
-// present when required, matching the field's pattern.
-func checkedValues(t tracker.Spec, in map[string]string) (map[string]string, error) {
+// present when required, matching the field's pattern; an address the organization chose is
+// one the server may call (no internal address).
+func (s *Service) checkedValues(t tracker.Spec, in map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(t.Fields))
 	for _, f := range t.Fields {
 		v := strings.TrimSpace(in[f.Key])
@@ -232,6 +243,15 @@ func checkedValues(t tracker.Spec, in map[string]string) (map[string]string, err
 			return nil, domain.BadRequest("Missing required fields", f.Key+" is required")
 		case v != "" && f.Pattern != nil && !f.Pattern.MatchString(v):
 			return nil, validation("%s", f.Rule)
+		case v != "" && f.URL:
+			if err := s.egress.CheckURL(v); err != nil {
+				return nil, validation("%s %s", f.Key, strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": "))
+			}
+			// The key travels in every call: only https, but to a host the operator allowed
+			// (a service on their own network).
+			if u, _ := url.Parse(v); u.Scheme != "https" && !s.egress.Allows(u.Hostname()) {
+				return nil, validation("%s must be an https address (plain http only to a host the server's VERDICT_EGRESS_ALLOW names)", f.Key)
+			}
 		}
 		out[f.Key] = v
 	}
@@ -248,18 +268,22 @@ func (s *Service) Save(ctx context.Context, p *identity.Principal, provider stri
 	if err := p.RequireAdmin(); err != nil {
 		return nil, err
 	}
-	values, err := checkedValues(t, in.Values)
+	values, err := s.checkedValues(t, in.Values)
 	if err != nil {
 		return nil, err
 	}
 	var key string
 	var learnt map[string]string
 	if in.APIKey != nil {
-		if key, err = checkedKey(in.APIKey); err != nil {
+		if key, err = checkedKey(t, in.APIKey); err != nil {
 			return nil, err
 		}
-		if learnt, err = tr.Check(ctx, key); err != nil {
+		if learnt, err = tr.Check(ctx, key, values); err != nil {
 			return nil, s.keyCheckFailed(p, t, err)
+		}
+	} else if t.CheckWithSettings {
+		if err := s.recheck(ctx, p, t, tr, values); err != nil {
+			return nil, err
 		}
 	}
 	saved, err := s.save(ctx, p, t, key, in.Enabled, func(st domain.IntegrationSettings) {
@@ -276,11 +300,39 @@ func (s *Service) Save(ctx context.Context, p *identity.Principal, provider stri
 	return settingsView(t, saved), nil
 }
 
+// recheck checks the stored key of a tracker whose key depends on its settings against the
+// settings being saved without a new key, when they differ from the stored ones.
+func (s *Service) recheck(ctx context.Context, p *identity.Principal, t tracker.Spec, tr tracker.Tracker, values map[string]string) error {
+	cur, err := s.stored(ctx, p.OrgID, t.Provider)
+	if err != nil || cur == nil {
+		return err // none stored: save asks for a key
+	}
+	same := true
+	for _, f := range t.Fields {
+		same = same && cur.Settings[f.Key] == values[f.Key]
+	}
+	if same {
+		return nil
+	}
+	key, err := s.box.Open(cur.KeyCipher)
+	if err != nil {
+		return errors.New("the stored tracker key could not be opened")
+	}
+	if _, err := tr.Check(ctx, string(key), values); err != nil {
+		return s.keyCheckFailed(p, t, err)
+	}
+	return nil
+}
+
 // keyCheckFailed is the answer when checking a new key failed: 400 Invalid API key when the
 // tracker refused it, else the tracker's failure (502, 504); nothing is saved either way.
 func (s *Service) keyCheckFailed(p *identity.Principal, t tracker.Spec, err error) error {
 	if errors.Is(err, tracker.ErrKeyRefused) {
 		return domain.BadRequest("Invalid API key", t.Name+" refused this API key; nothing was saved")
+	}
+	var te *tracker.Error
+	if errors.As(err, &te) && errors.Is(te.Kind, tracker.ErrSettingsRefused) {
+		return domain.BadRequest("Invalid settings", t.Name+": "+te.Message+"; nothing was saved")
 	}
 	s.log.Warn("checking an organization's tracker key failed", "org", p.OrgID, "provider", t.Provider, "err", err)
 	return s.upstreamError(t, err, "; the key could not be checked, and nothing was saved")
@@ -302,7 +354,7 @@ func (s *Service) save(ctx context.Context, p *identity.Principal, t tracker.Spe
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if key == "" {
-				return domain.BadRequest("Missing required fields", "apiKey is required: no key is stored yet")
+				return domain.BadRequest("Missing required fields", t.KeyMember()+" is required: no key is stored yet")
 			}
 			cur = &domain.Integration{OrganizationID: p.OrgID, Provider: provider, CreatedAt: now}
 		case err != nil:

@@ -1,6 +1,7 @@
 package integrations
 
 import (
+	"verdict/internal/integrations/jira"
 	"verdict/internal/integrations/linear"
 	"verdict/internal/integrations/monday"
 	"verdict/internal/integrations/tracker"
@@ -11,6 +12,7 @@ import (
 var registry = []tracker.Provider{
 	linear.Provider,
 	monday.Provider,
+	jira.Provider,
 }
 
 // Trackers are the registered trackers' descriptions, in order.

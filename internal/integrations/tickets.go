@@ -60,7 +60,8 @@ func (s *Service) CreateTicket(ctx context.Context, p *identity.Principal, provi
 		title = defaultTitle(run)
 	}
 	story := describe(run, s.reportURL(ctx, run))
-	ticket := tracker.Ticket{Title: title, Markdown: story.markdown(in.Description), HTML: story.html(in.Description)}
+	ticket := tracker.Ticket{Title: title, Markdown: story.markdown(in.Description), HTML: story.html(in.Description),
+		ADF: story.adf(in.Description)}
 	// Once asked, the ticket may exist: the calls and the record outlive a caller who leaves.
 	filed, err := tr.CreateTicket(context.WithoutCancel(ctx), key, integ.Settings, ticket)
 	if err != nil {

@@ -446,7 +446,7 @@ func TestRunTicketButtons(t *testing.T) {
 	if len(vt.trackers.tickets) != 1 || vt.trackers.tickets[0].TaskID != "r-1" {
 		t.Fatalf("tickets %+v", vt.trackers.tickets)
 	}
-	if res, body := post(t, viewer, "/runs/r-1/tickets/jira", url.Values{}, true); res.StatusCode != 404 {
+	if res, body := post(t, viewer, "/runs/r-1/tickets/youtrack", url.Values{}, true); res.StatusCode != 404 {
 		t.Fatalf("an unknown tracker: %d %s", res.StatusCode, body)
 	}
 	vt.trackers.linear.Enabled = false

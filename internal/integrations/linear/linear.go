@@ -101,7 +101,7 @@ func (c *Client) CreateIssue(ctx context.Context, apiKey, teamID, title, descrip
 }
 
 // Check is CheckKey, as a tracker.Tracker: Linear tells nothing more.
-func (c *Client) Check(ctx context.Context, apiKey string) (map[string]string, error) {
+func (c *Client) Check(ctx context.Context, apiKey string, _ map[string]string) (map[string]string, error) {
 	return nil, c.CheckKey(ctx, apiKey)
 }
 

@@ -149,7 +149,7 @@ func (c *Client) AddUpdate(ctx context.Context, apiKey, itemID, body string) err
 }
 
 // Check is CheckKey, as a tracker.Tracker: it learns the account's slug.
-func (c *Client) Check(ctx context.Context, apiKey string) (map[string]string, error) {
+func (c *Client) Check(ctx context.Context, apiKey string, _ map[string]string) (map[string]string, error) {
 	acct, err := c.CheckKey(ctx, apiKey)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,9 @@ var (
 	ErrTimeout     = errors.New("the tracker did not answer in time")
 	ErrUnreachable = errors.New("the tracker could not be reached")
 	ErrMalformed   = errors.New("the tracker's answer could not be read")
+	// ErrSettingsRefused: the key is good, but the settings name what the tracker does not
+	// have (a Jira project or issue type); Message says which.
+	ErrSettingsRefused = errors.New("the tracker refused the settings")
 )
 
 // Error is every error of a tracker call.

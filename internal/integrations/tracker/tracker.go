@@ -17,20 +17,23 @@ import (
 // organization's key. Its errors are [*Error] values (a refused key matches
 // ErrKeyRefused), which the service words for the caller; they never carry the key.
 type Tracker interface {
-	// Check asks the tracker whose key this is: nil when it accepts it. learnt are settings
-	// the tracker told on the way (Monday.com's account slug), kept with the organization's
-	// others and never shown.
-	Check(ctx context.Context, key string) (learnt map[string]string, err error)
+	// Check asks the tracker whose key this is, with the settings being saved (Spec.Fields'
+	// values: where the tracker is, when it is the organization's own): nil when it accepts
+	// it. learnt are settings the tracker told on the way (Monday.com's account slug), kept
+	// with the organization's others and never shown.
+	Check(ctx context.Context, key string, settings map[string]string) (learnt map[string]string, err error)
 	// CreateTicket files a ticket in the place settings name (Spec.Fields' values, and what
 	// Check learnt).
 	CreateTicket(ctx context.Context, key string, settings map[string]string, t Ticket) (*Filed, error)
 }
 
-// Ticket is what a ticket says: its title and the run's story, in the two forms trackers take.
+// Ticket is what a ticket says: its title and the run's story, in the forms trackers take.
 type Ticket struct {
 	Title    string
 	Markdown string
 	HTML     string
+	// ADF is the story as an Atlassian Document Format document (JSON), for Jira.
+	ADF []byte
 }
 
 // Filed is a ticket the tracker created.
@@ -68,6 +71,11 @@ type Spec struct {
 	Name string
 	// Credential is what the tracker calls its key ("key", "token"): "API key" on the page.
 	Credential string
+	// CredentialMember is the member of the API's PUT body that carries the key; "": apiKey.
+	CredentialMember string
+	// CheckWithSettings says that the key is checked against the settings (Jira's site and
+	// account e-mail), so a save that changes them checks the stored key again.
+	CheckWithSettings bool
 	// Fields are its settings besides the key, in the order the API and the page show them.
 	Fields []Field
 	// TicketRoute is the API's path that files a ticket ("/api/linear/issues").
@@ -92,4 +100,26 @@ type Field struct {
 	Rule        string         // the message when it does not
 	Unset       string         // what the page shows when it is empty ("none")
 	Placeholder string         // the input's placeholder
+	// URL marks the address of the organization's own tracker (Jira's site): checked on save as
+	// every URL a tenant chooses, and the tracker's calls reach it only through a client that
+	// refuses internal addresses.
+	URL bool
+}
+
+// KeyMember is the member of the API's PUT body that carries the key.
+func (s Spec) KeyMember() string {
+	if s.CredentialMember == "" {
+		return "apiKey"
+	}
+	return s.CredentialMember
+}
+
+// TenantURL reports whether the tracker is at an address the organization chose.
+func (s Spec) TenantURL() bool {
+	for _, f := range s.Fields {
+		if f.URL {
+			return true
+		}
+	}
+	return false
 }

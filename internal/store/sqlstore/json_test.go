@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"verdict/internal/domain"
 )
@@ -92,4 +94,93 @@ func TestPlainTestsTakesWrittenTests(t *testing.T) {
 	if !ok || !reflect.DeepEqual(got, tests) {
 		t.Fatalf("plainTests(%s) = %+v, %v", j, got, ok)
 	}
+}
+
+// plainPoints must decode exactly as encoding/json does, or leave the text to it.
+func FuzzPlainPoints(f *testing.F) {
+	at := time.Date(2026, 3, 10, 9, 0, 0, 123456789, time.UTC)
+	written, _ := json.Marshal([]domain.TestPoint{{TaskID: "run-1", Status: domain.TestFailed, Branch: "main", Commit: "abc", At: at},
+		{TaskID: "run-2", Status: domain.TestPassed, At: at.Add(time.Hour)}})
+	for _, s := range []string{string(written), `[]`, `null`, `[{}]`,
+		`[{"t":"a","s":"passed","a":"2026-03-10T09:00:00Z"}]`,
+		`[{"t":"a","s":"passed","b":"","a":"2026-03-10T09:00:00Z"}]`,
+		`[{"t":"a","s":"passed","a":"2026-03-10T09:00:00+02:00"}]`,
+		`[{"t":"a","s":"passed","a":"2026-03-10 09:00:00Z"}]`,
+		`[{"t":"a","s":"passed","a":"2026-3-10T09:00:00Z"}]`,
+		`[{"t":"a\"b","s":"passed","a":"2026-03-10T09:00:00Z"}]`,
+		`[{"t":"a","s":"passed","a":"2026-03-10T09:00:00Z"},]`,
+		"[{\"t\":\"\u2028\",\"s\":\"passed\",\"a\":\"2026-03-10T09:00:00Z\"}]",
+		"[{\"t\":\"\xff\",\"s\":\"passed\",\"a\":\"2026-03-10T09:00:00Z\"}]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got, ok := plainPoints(text)
+		if !ok {
+			return
+		}
+		var want []domain.TestPoint
+		if err := json.Unmarshal([]byte(text), &want); err != nil {
+			t.Fatalf("plainPoints(%q) = %+v, but encoding/json refuses it: %v", text, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("plainPoints(%q) = %+v, encoding/json %+v", text, got, want)
+		}
+	})
+}
+
+// appendPoints must write what the column encoder writes, or leave the points to it; and what
+// it writes reads back through plainPoints.
+func FuzzAppendPoints(f *testing.F) {
+	f.Add("run-1", "passed", "main", "abc", int64(1773133200123456789), 0)
+	f.Add("a\"b", "failed", "", "", int64(0), 3600)
+	f.Add("é\u2028", "flaky", "rel/1", "", int64(-62135596800000000), -7200)
+	f.Fuzz(func(t *testing.T, task, status, branch, commit string, nanos int64, offset int) {
+		at := time.Unix(0, nanos).In(time.FixedZone("", offset%86400))
+		pts := []domain.TestPoint{{TaskID: task, Status: domain.TestStatus(status), Branch: branch, Commit: commit, At: at},
+			{TaskID: "run-2", Status: domain.TestPassed, At: at}}
+		b, ok := appendPoints(nil, pts)
+		if !ok {
+			return
+		}
+		want, err := marshalJSON(pts)
+		if err != nil {
+			t.Fatalf("appendPoints wrote %s, but encoding/json refuses the points: %v", b, err)
+		}
+		if string(b) != want[0] {
+			t.Fatalf("appendPoints wrote %s, encoding/json %s", b, want[0])
+		}
+		if _, ok := plainPoints(string(b)); !ok {
+			t.Fatalf("plainPoints does not read what appendPoints wrote: %s", b)
+		}
+	})
+}
+
+// BenchmarkRecentPoints times a test's 20 newest results through the column, both ways: by
+// hand and with encoding/json.
+func BenchmarkRecentPoints(b *testing.B) {
+	at := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	pts := make([]domain.TestPoint, 20)
+	for i := range pts {
+		pts[i] = domain.TestPoint{TaskID: fmt.Sprintf("nightly-%d", 1000+i), Status: domain.TestPassed, Branch: "main",
+			Commit: "9fceb02d0ae598e95dc970b74767f19372d61af8", At: at.Add(time.Duration(i) * time.Hour)}
+	}
+	text, _ := encodePoints(pts)
+	b.Run("by-hand", func(b *testing.B) {
+		for range b.N {
+			s, _ := encodePoints(pts)
+			var back []domain.TestPoint
+			if err := decodeJSON(s, &back); err != nil || len(back) != 20 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for range b.N {
+			j, _ := json.Marshal(pts)
+			var back []domain.TestPoint
+			if err := json.Unmarshal(j, &back); err != nil || len(back) != 20 || string(j) != text {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -130,8 +130,8 @@ func unmarshalJSON(pairs ...any) error {
 }
 
 // decodeJSON decodes a column's JSON text into dst. What rows hold the most of, lists of plain
-// strings, run summaries and empty test lists, skip the JSON decoder: listing runs decodes
-// several per row.
+// strings, run summaries, test lists and tests' newest results, skip the JSON decoder: listing
+// runs decodes several per row, and recording a run reads each of its tests' results.
 func decodeJSON(text string, dst any) error {
 	switch dst := dst.(type) {
 	case *[]string:
@@ -146,6 +146,11 @@ func decodeJSON(text string, dst any) error {
 		}
 	case *[]domain.TestResult:
 		if v, ok := plainTests(text); ok {
+			*dst = v
+			return nil
+		}
+	case *[]domain.TestPoint:
+		if v, ok := plainPoints(text); ok {
 			*dst = v
 			return nil
 		}

@@ -227,12 +227,12 @@ func (s *Store) updateTests(ctx context.Context, tests []*domain.TrackedTest) er
 		}
 	}
 	values := func(t *domain.TrackedTest) ([]any, error) {
-		recent, err := marshalJSON(t.Recent)
+		recent, err := encodePoints(t.Recent)
 		if err != nil {
 			return nil, err
 		}
 		rates := domain.Rates(t.Recent)
-		return []any{t.Runs, recent[0], string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
+		return []any{t.Runs, recent, string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
 			millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
 			t.LastPassedTaskID, zeroMillis(t.LastPassedAt), t.ID}, nil
 	}

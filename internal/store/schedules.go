@@ -23,10 +23,11 @@ type ScheduleRepo interface {
 	// another organization's project.
 	List(ctx context.Context, orgID, projectID string) ([]domain.Schedule, error)
 	// Update replaces the settings of the schedule s.OrganizationID/s.ID: name, cron, time
-	// zone, folder, base URL, variables, labels, enabled, NextFireAt and UpdatedAt (its project,
-	// creator, creation time and fire record stay). ErrNotFound when there is none; ErrConflict
-	// when another schedule of its project has the new name.
-	Update(ctx context.Context, s *domain.Schedule) error
+	// zone, folder, base URL, variables, labels, enabled and UpdatedAt, and NextFireAt only when
+	// rescheduled (so that an edit of other settings never moves back a fire a replica has just
+	// claimed); its project, creator, creation time and fire record stay. ErrNotFound when there
+	// is none; ErrConflict when another schedule of its project has the new name.
+	Update(ctx context.Context, s *domain.Schedule, rescheduled bool) error
 	// Delete removes the organization's schedule; ErrNotFound when it has none.
 	Delete(ctx context.Context, orgID, id string) error
 	// Due returns up to limit enabled schedules of every organization whose NextFireAt is at or

@@ -96,15 +96,19 @@ func (r scheduleRepo) List(ctx context.Context, orgID, projectID string) ([]doma
 		WHERE organization_id = ? AND project_id = ? ORDER BY name, id`, orgID, projectID)
 }
 
-func (r scheduleRepo) Update(ctx context.Context, s *domain.Schedule) error {
+func (r scheduleRepo) Update(ctx context.Context, s *domain.Schedule, rescheduled bool) error {
 	envVars, labels, err := scheduleJSON(s)
 	if err != nil {
 		return err
 	}
-	return r.s.execOne(ctx, `UPDATE schedules SET name = ?, cron = ?, timezone = ?, folder = ?, base_url = ?,
-		env_vars = ?, labels = ?, enabled = ?, next_fire_at = ?, updated_at = ? WHERE organization_id = ? AND id = ?`,
-		s.Name, s.Cron, s.Timezone, s.Folder, s.BaseURL, envVars, labels, s.Enabled, millis(s.NextFireAt),
-		millis(s.UpdatedAt), s.OrganizationID, s.ID)
+	const set = `UPDATE schedules SET name = ?, cron = ?, timezone = ?, folder = ?, base_url = ?, env_vars = ?,
+		labels = ?, enabled = ?, updated_at = ?`
+	args := []any{s.Name, s.Cron, s.Timezone, s.Folder, s.BaseURL, envVars, labels, s.Enabled, millis(s.UpdatedAt)}
+	if rescheduled {
+		return r.s.execOne(ctx, set+`, next_fire_at = ? WHERE organization_id = ? AND id = ?`,
+			append(args, millis(s.NextFireAt), s.OrganizationID, s.ID)...)
+	}
+	return r.s.execOne(ctx, set+` WHERE organization_id = ? AND id = ?`, append(args, s.OrganizationID, s.ID)...)
 }
 
 func (r scheduleRepo) Delete(ctx context.Context, orgID, id string) error {

@@ -68,17 +68,25 @@ func testSchedules(t *testing.T, open Opener) {
 		must(t, f.s.Schedules().RecordFire(f.ctx, s.ID, domain.ScheduleFire{At: fired, TaskID: "sch-1"}))
 		s.Name, s.Cron, s.Timezone, s.Folder, s.BaseURL = "Nightly EU", "0 2 * * 1-5", "UTC", "", ""
 		s.EnvVars, s.Labels, s.Enabled = []domain.EnvVar{{Key: "A", Value: "b"}}, map[string]string{"x": "y"}, false
+		claimed := s.NextFireAt
 		s.NextFireAt, s.UpdatedAt = base.Add(48*time.Hour), base.Add(2*time.Hour)
-		must(t, f.s.Schedules().Update(f.ctx, s))
+		// Not rescheduled: NextFireAt stays as stored.
+		must(t, f.s.Schedules().Update(f.ctx, s, false))
 		got, err = f.s.Schedules().Get(f.ctx, o.ID, s.ID)
 		must(t, err)
 		s.LastFireAt, s.LastTaskID = &fired, "sch-1"
-		equal(t, "after Update", got, s)
+		want := *s
+		want.NextFireAt = claimed
+		equal(t, "after Update", got, &want)
+		must(t, f.s.Schedules().Update(f.ctx, s, true))
+		got, err = f.s.Schedules().Get(f.ctx, o.ID, s.ID)
+		must(t, err)
+		equal(t, "after Update, rescheduled", got, s)
 		stranger := *s
 		stranger.OrganizationID = other.ID
-		wantErr(t, "Update from another organization", f.s.Schedules().Update(f.ctx, &stranger), store.ErrNotFound)
+		wantErr(t, "Update from another organization", f.s.Schedules().Update(f.ctx, &stranger, true), store.ErrNotFound)
 		s.Name = "Hourly"
-		wantErr(t, "Update to a taken name", f.s.Schedules().Update(f.ctx, s), store.ErrConflict)
+		wantErr(t, "Update to a taken name", f.s.Schedules().Update(f.ctx, s, false), store.ErrConflict)
 
 		wantErr(t, "Delete from another organization", f.s.Schedules().Delete(f.ctx, other.ID, s.ID), store.ErrNotFound)
 		must(t, f.s.Schedules().Delete(f.ctx, o.ID, s.ID))

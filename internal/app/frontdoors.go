@@ -47,6 +47,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		Histories:      a.histories,
 		Analyst:        analyses,
 		Trackers:       trackers,
+		Schedules:      a.schedules,
 		Gates:          a.histories,
 		Follow:         followers,
 		Planner:        plans,

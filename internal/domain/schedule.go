@@ -29,6 +29,10 @@ type Schedule struct {
 	LastRefusedAt *time.Time
 	MissedFires   int
 	LastMissedAt  *time.Time
+	// PendingFireAt is a fire claimed and not recorded yet, leased until PendingUntil: one
+	// whose replica stopped before queueing its run is taken again once the lease is past.
+	PendingFireAt *time.Time
+	PendingUntil  *time.Time
 	CreatedBy     string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time

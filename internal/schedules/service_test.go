@@ -329,3 +329,58 @@ func TestRefusedFireRecorded(t *testing.T) {
 		t.Fatalf("next after a refusal: %v", got.NextRuns)
 	}
 }
+
+// A replica that claims a fire and stops before recording it leaves the fire pending: once its
+// lease is past another replica takes it again and queues its run, and a run the first one did
+// queue is not queued a second time (its taskId is the fire's).
+func TestFireLeftPendingIsTakenAgain(t *testing.T) {
+	f := newFixture(t, domain.PlanEnterprise)
+	v := f.create(t, "Minutely", "* * * * *", "UTC")
+	runs := func() int {
+		n, err := f.st.Executions().CountSince(f.ctx, f.org.ID, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// 10:00:01: a replica claims the 10:00 fire, then stops before queueing its run.
+	f.clock.Advance(31 * time.Second)
+	ten := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	if ok, err := f.st.Schedules().Claim(f.ctx, v.ID, ten, ten.Add(time.Minute), &ten, f.clock.Now().Add(schedules.Lease)); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if n, err := f.svc.FireDue(f.ctx); n != 0 || err != nil || runs() != 0 {
+		t.Fatalf("within the lease: %d fires, %d runs, %v", n, runs(), err)
+	}
+	f.clock.Advance(schedules.Lease) // 10:00:31: the lease is past
+	if n, err := f.svc.FireDue(f.ctx); n != 1 || err != nil || runs() != 1 {
+		t.Fatalf("past the lease: %d fires, %d runs, %v", n, runs(), err)
+	}
+	s, _ := f.st.Schedules().Get(f.ctx, f.org.ID, v.ID)
+	if s.LastTaskID != schedules.TaskID(v.ID, ten) || s.PendingUntil != nil {
+		t.Fatalf("after taking it again: %+v", s)
+	}
+
+	// 10:01:01: a replica claims the 10:01 fire and queues its run, then stops before recording.
+	f.clock.Advance(30 * time.Second)
+	tenOne := ten.Add(time.Minute)
+	if ok, err := f.st.Schedules().Claim(f.ctx, v.ID, tenOne, tenOne.Add(time.Minute), &tenOne, f.clock.Now().Add(schedules.Lease)); !ok || err != nil {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if _, err := f.execs.Queue(f.ctx, identity.Automation(f.org.ID), executions.QueueInput{ProjectID: f.project.ID,
+		TaskID: schedules.TaskID(v.ID, tenOne)}); err != nil {
+		t.Fatal(err)
+	}
+	// 10:02:01: the 10:02 fire waits for the pending one; once its lease is past (10:01:31),
+	// the pending fire is recorded without a second run, and the 10:02 fire runs.
+	f.clock.Advance(time.Minute)
+	for range 2 {
+		if _, err := f.svc.FireDue(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ = f.st.Schedules().Get(f.ctx, f.org.ID, v.ID)
+	if runs() != 3 || s.LastTaskID != schedules.TaskID(v.ID, ten.Add(2*time.Minute)) || s.PendingUntil != nil {
+		t.Fatalf("after the second recovery: %d runs, %+v", runs(), s)
+	}
+}

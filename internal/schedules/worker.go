@@ -46,26 +46,44 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
-// FireDue fires the schedules due at the clock's time and says how many fires this call
-// claimed (runs queued or refused).
+// FireDue fires the schedules due at the clock's time, and takes again the fires whose replica
+// claimed them and stopped before recording them; it says how many fires this call claimed (runs
+// queued or refused, or missed fires skipped).
 func (s *Service) FireDue(ctx context.Context) (int, error) {
 	now := s.clock()
 	due, err := s.store.Schedules().Due(ctx, now, dueBatch)
-	if err != nil || len(due) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	stale, err := s.store.Schedules().Stale(ctx, now, dueBatch)
+	if err != nil {
+		return 0, err
+	}
+	if len(due)+len(stale) == 0 {
+		return 0, nil
+	}
+	type job struct {
+		sc    domain.Schedule
+		stale bool
 	}
 	var mu sync.Mutex
 	n := 0
-	work := make(chan domain.Schedule)
+	work := make(chan job)
 	var wg sync.WaitGroup
-	for range min(fireWorkers, len(due)) {
+	for range min(fireWorkers, len(due)+len(stale)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for sc := range work {
-				fired, err := s.fire(ctx, &sc, now)
+			for j := range work {
+				var fired bool
+				var err error
+				if j.stale {
+					fired, err = s.retake(ctx, &j.sc, now)
+				} else {
+					fired, err = s.fire(ctx, &j.sc, now)
+				}
 				if err != nil && ctx.Err() == nil {
-					s.log.Warn("schedules: a fire failed", "organization", sc.OrganizationID, "schedule", sc.ID, "err", err)
+					s.log.Warn("schedules: a fire failed", "organization", j.sc.OrganizationID, "schedule", j.sc.ID, "err", err)
 				}
 				if fired {
 					mu.Lock()
@@ -75,21 +93,30 @@ func (s *Service) FireDue(ctx context.Context) (int, error) {
 			}
 		}()
 	}
+	for _, sc := range stale {
+		work <- job{sc, true}
+	}
 	for _, sc := range due {
-		work <- sc
+		work <- job{sc, false}
 	}
 	close(work)
 	wg.Wait()
 	return n, nil
 }
 
-// fire claims sc's due fire and queues its run. It reports whether this call claimed a fire.
+// Lease is how long a claimed fire may stay pending before another replica takes it again: a
+// replica queues a run in milliseconds, so only one that stopped (or hung) between its claim and
+// its record leaves a fire this long. Taken again, the fire's run keeps its taskId, so a run the
+// first replica did queue is answered 409 and not queued twice.
+const Lease = 30 * time.Second
+
+// fire claims sc's due fire and queues its run. It reports whether this call claimed it.
 func (s *Service) fire(ctx context.Context, sc *domain.Schedule, now time.Time) (bool, error) {
 	c, err := ParseCron(sc.Cron, sc.Timezone)
 	if err != nil {
-		// The zone left the zone database since it was saved: pause it in place of firing at
-		// a guessed time, and say why on the schedule.
-		ok, cerr := s.store.Schedules().Claim(ctx, sc.ID, sc.NextFireAt, never)
+		// The zone left the zone database since it was saved: stop firing at a guessed time,
+		// and say why on the schedule.
+		ok, cerr := s.store.Schedules().Claim(ctx, sc.ID, sc.NextFireAt, never, nil, now)
 		if cerr != nil || !ok {
 			return false, cerr
 		}
@@ -99,7 +126,11 @@ func (s *Service) fire(ctx context.Context, sc *domain.Schedule, now time.Time) 
 	if next.IsZero() {
 		next = never
 	}
-	ok, err := s.store.Schedules().Claim(ctx, sc.ID, sc.NextFireAt, next)
+	var fire *time.Time
+	if !at.IsZero() {
+		fire = &at
+	}
+	ok, err := s.store.Schedules().Claim(ctx, sc.ID, sc.NextFireAt, next, fire, now.Add(Lease))
 	if err != nil || !ok {
 		return false, err // another replica took it, or it changed meanwhile
 	}
@@ -110,14 +141,31 @@ func (s *Service) fire(ctx context.Context, sc *domain.Schedule, now time.Time) 
 			slog.String("organization", sc.OrganizationID), slog.String("schedule", sc.ID), slog.Int("missed", missed),
 			slog.Time("newestMissed", lastMissed))
 	}
-	if !at.IsZero() && !s.queue(ctx, sc, at, &f) {
-		// Not queued for a passing reason (the database did not answer): give the fire back, so
-		// that the next poll (here or on another replica) tries it again.
-		back, err := s.store.Schedules().Claim(ctx, sc.ID, next, sc.NextFireAt)
-		if err == nil && back {
-			return true, nil
-		}
-		f.Error = "the run could not be queued (a dependency did not answer); the server's log has the cause"
+	if fire != nil && !s.queue(ctx, sc, at, &f) {
+		return true, nil // left pending: taken again once its lease is past
+	}
+	if err := s.store.Schedules().RecordFire(ctx, sc.ID, f); err != nil {
+		return true, fmt.Errorf("record the fire: %w", err)
+	}
+	return true, nil
+}
+
+// retake takes again a fire whose lease is past (its replica stopped before recording it) and
+// queues its run, under the same taskId.
+func (s *Service) retake(ctx context.Context, sc *domain.Schedule, now time.Time) (bool, error) {
+	if sc.PendingFireAt == nil || sc.PendingUntil == nil {
+		return false, nil
+	}
+	ok, err := s.store.Schedules().Reclaim(ctx, sc.ID, *sc.PendingUntil, now.Add(Lease))
+	if err != nil || !ok {
+		return false, err
+	}
+	at := *sc.PendingFireAt
+	s.log.LogAttrs(ctx, slog.LevelWarn, "schedules: taking again a fire left pending", slog.String("organization", sc.OrganizationID),
+		slog.String("schedule", sc.ID), slog.Time("fire", at))
+	f := domain.ScheduleFire{At: at}
+	if !s.queue(ctx, sc, at, &f) {
+		return true, nil
 	}
 	if err := s.store.Schedules().RecordFire(ctx, sc.ID, f); err != nil {
 		return true, fmt.Errorf("record the fire: %w", err)
@@ -133,7 +181,7 @@ func TaskID(scheduleID string, at time.Time) string {
 
 // queue queues the fire's run as the organization's automation and notes in f what happened:
 // the run, or the refusal. It reports false when the run was neither queued nor refused (an
-// outage), for the fire to be tried again.
+// outage): the fire stays pending, and is taken again when its lease is past.
 func (s *Service) queue(ctx context.Context, sc *domain.Schedule, at time.Time, f *domain.ScheduleFire) bool {
 	in := executions.QueueInput{ProjectID: sc.ProjectID, Folder: sc.Folder, BaseURL: sc.BaseURL,
 		TaskID: TaskID(sc.ID, at), Labels: map[string]string{}}
@@ -176,7 +224,8 @@ func (s *Service) queue(ctx context.Context, sc *domain.Schedule, at time.Time, 
 			}
 		}
 	default:
-		s.log.Warn("schedules: queueing a run failed; the fire is tried again", "organization", sc.OrganizationID, "schedule", sc.ID, "err", err)
+		s.log.Warn("schedules: queueing a run failed; the fire is tried again after its lease", "organization", sc.OrganizationID,
+			"schedule", sc.ID, "lease", Lease, "err", err)
 		return false
 	}
 	return true

@@ -31,16 +31,22 @@ type ScheduleRepo interface {
 	// Delete removes the organization's schedule; ErrNotFound when it has none.
 	Delete(ctx context.Context, orgID, id string) error
 	// Due returns up to limit enabled schedules of every organization whose NextFireAt is at or
-	// before now, the most overdue first.
+	// before now and that have no fire pending, the most overdue first.
 	Due(ctx context.Context, now time.Time, limit int) ([]domain.Schedule, error)
 	// Claim moves the enabled schedule id's NextFireAt from due to next in one conditional
 	// write, and reports whether this call did: false when another caller claimed that fire,
-	// the schedule was paused, changed or deleted meanwhile. Only the caller that gets true acts
-	// on the fire.
-	Claim(ctx context.Context, id string, due, next time.Time) (bool, error)
-	// RecordFire records on the schedule id what a fire it claimed did: with f.At set, the
-	// fire's time, and either the run queued (f.TaskID, clearing LastError) or the refusal
-	// (f.Error and f.RefusedAt); f.Missed is added to MissedFires with f.MissedAt the newest
-	// missed fire. ErrNotFound when the schedule is gone.
+	// the schedule was paused, changed or deleted meanwhile, or has a fire pending. Only the
+	// caller that gets true acts on the fire. With fire set, the fire is marked pending
+	// (PendingFireAt) until leaseUntil, until RecordFire.
+	Claim(ctx context.Context, id string, due, next time.Time, fire *time.Time, leaseUntil time.Time) (bool, error)
+	// Stale returns up to limit schedules whose pending fire's lease ended at or before now.
+	Stale(ctx context.Context, now time.Time, limit int) ([]domain.Schedule, error)
+	// Reclaim extends the lease of schedule id's pending fire from until to newUntil in one
+	// conditional write; false when another caller did first, or the fire was recorded.
+	Reclaim(ctx context.Context, id string, until, newUntil time.Time) (bool, error)
+	// RecordFire records on the schedule id what a fire it claimed did, and clears the pending
+	// fire: with f.At set, the fire's time, and either the run queued (f.TaskID, clearing
+	// LastError) or the refusal (f.Error and f.RefusedAt); f.Missed is added to MissedFires with
+	// f.MissedAt the newest missed fire. ErrNotFound when the schedule is gone.
 	RecordFire(ctx context.Context, id string, f domain.ScheduleFire) error
 }

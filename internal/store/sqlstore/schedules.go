@@ -16,16 +16,16 @@ type scheduleRepo struct{ s *Store }
 
 const scheduleColumns = `id, organization_id, project_id, name, cron, timezone, folder, base_url, env_vars, labels,
 	enabled, next_fire_at, last_fire_at, last_task_id, last_error, last_refused_at, missed_fires, last_missed_at,
-	created_by, created_at, updated_at`
+	pending_fire_at, pending_until, created_by, created_at, updated_at`
 
 func scanSchedule(r scanner) (*domain.Schedule, error) {
 	var s domain.Schedule
 	var envVars, labels string
 	var next, created, updated int64
-	var lastFire, lastRefused, lastMissed sql.NullInt64
+	var lastFire, lastRefused, lastMissed, pendingFire, pendingUntil sql.NullInt64
 	if err := r.Scan(&s.ID, &s.OrganizationID, &s.ProjectID, &s.Name, &s.Cron, &s.Timezone, &s.Folder, &s.BaseURL,
 		&envVars, &labels, &s.Enabled, &next, &lastFire, &s.LastTaskID, &s.LastError, &lastRefused, &s.MissedFires,
-		&lastMissed, &s.CreatedBy, &created, &updated); err != nil {
+		&lastMissed, &pendingFire, &pendingUntil, &s.CreatedBy, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := unmarshalJSON(envVars, &s.EnvVars, labels, &s.Labels); err != nil {
@@ -39,6 +39,7 @@ func scanSchedule(r scanner) (*domain.Schedule, error) {
 	}
 	s.NextFireAt, s.CreatedAt, s.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(updated)
 	s.LastFireAt, s.LastRefusedAt, s.LastMissedAt = timePtr(lastFire), timePtr(lastRefused), timePtr(lastMissed)
+	s.PendingFireAt, s.PendingUntil = timePtr(pendingFire), timePtr(pendingUntil)
 	return &s, nil
 }
 
@@ -78,10 +79,11 @@ func (r scheduleRepo) Create(ctx context.Context, s *domain.Schedule, max int) e
 			return store.ErrGuard
 		}
 		_, err = tx.exec(ctx, `INSERT INTO schedules (`+scheduleColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.OrganizationID, s.ProjectID, s.Name, s.Cron, s.Timezone, s.Folder, s.BaseURL, envVars, labels,
 			s.Enabled, millis(s.NextFireAt), nullMillis(s.LastFireAt), s.LastTaskID, s.LastError,
-			nullMillis(s.LastRefusedAt), s.MissedFires, nullMillis(s.LastMissedAt), s.CreatedBy,
+			nullMillis(s.LastRefusedAt), s.MissedFires, nullMillis(s.LastMissedAt), nullMillis(s.PendingFireAt),
+			nullMillis(s.PendingUntil), s.CreatedBy,
 			millis(s.CreatedAt), millis(s.UpdatedAt))
 		return err
 	})
@@ -118,14 +120,36 @@ func (r scheduleRepo) Delete(ctx context.Context, orgID, id string) error {
 // Due reads the index schedules_due: enabled = true, then next_fire_at in order.
 func (r scheduleRepo) Due(ctx context.Context, now time.Time, limit int) ([]domain.Schedule, error) {
 	return list(ctx, r.s, scanSchedule, `SELECT `+scheduleColumns+` FROM schedules
-		WHERE enabled = ? AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, true, millis(now), limit)
+		WHERE enabled = ? AND next_fire_at <= ? AND pending_until IS NULL ORDER BY next_fire_at LIMIT ?`, true, millis(now), limit)
 }
 
 // Claim is one UPDATE whose condition is the value read: of replicas racing for one fire, the
 // database lets exactly one change the row (the others find next_fire_at moved and change none).
-func (r scheduleRepo) Claim(ctx context.Context, id string, due, next time.Time) (bool, error) {
-	res, err := r.s.exec(ctx, `UPDATE schedules SET next_fire_at = ? WHERE id = ? AND enabled = ? AND next_fire_at = ?`,
-		millis(next), id, true, millis(due))
+func (r scheduleRepo) Claim(ctx context.Context, id string, due, next time.Time, fire *time.Time, leaseUntil time.Time) (bool, error) {
+	var until any
+	if fire != nil {
+		until = millis(leaseUntil)
+	}
+	res, err := r.s.exec(ctx, `UPDATE schedules SET next_fire_at = ?, pending_fire_at = ?, pending_until = ?
+		WHERE id = ? AND enabled = ? AND next_fire_at = ? AND pending_until IS NULL`,
+		millis(next), nullMillis(fire), until, id, true, millis(due))
+	return oneRow(res, err)
+}
+
+// Stale reads the partial index schedules_pending.
+func (r scheduleRepo) Stale(ctx context.Context, now time.Time, limit int) ([]domain.Schedule, error) {
+	return list(ctx, r.s, scanSchedule, `SELECT `+scheduleColumns+` FROM schedules
+		WHERE pending_until IS NOT NULL AND pending_until <= ? ORDER BY pending_until LIMIT ?`, millis(now), limit)
+}
+
+func (r scheduleRepo) Reclaim(ctx context.Context, id string, until, newUntil time.Time) (bool, error) {
+	res, err := r.s.exec(ctx, `UPDATE schedules SET pending_until = ? WHERE id = ? AND pending_until = ?`,
+		millis(newUntil), id, millis(until))
+	return oneRow(res, err)
+}
+
+// oneRow says whether a conditional write changed its row.
+func oneRow(res sql.Result, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
@@ -136,14 +160,16 @@ func (r scheduleRepo) Claim(ctx context.Context, id string, due, next time.Time)
 func (r scheduleRepo) RecordFire(ctx context.Context, id string, f domain.ScheduleFire) error {
 	if f.At.IsZero() {
 		return r.s.execOne(ctx, `UPDATE schedules SET missed_fires = missed_fires + ?,
-			last_missed_at = COALESCE(?, last_missed_at) WHERE id = ?`, f.Missed, nullMillis(f.MissedAt), id)
+			last_missed_at = COALESCE(?, last_missed_at), pending_fire_at = NULL, pending_until = NULL WHERE id = ?`, f.Missed, nullMillis(f.MissedAt), id)
 	}
 	if f.Error == "" {
 		return r.s.execOne(ctx, `UPDATE schedules SET last_fire_at = ?, last_task_id = ?, last_error = '',
-			missed_fires = missed_fires + ?, last_missed_at = COALESCE(?, last_missed_at) WHERE id = ?`,
+			missed_fires = missed_fires + ?, last_missed_at = COALESCE(?, last_missed_at), pending_fire_at = NULL,
+			pending_until = NULL WHERE id = ?`,
 			millis(f.At), f.TaskID, f.Missed, nullMillis(f.MissedAt), id)
 	}
 	return r.s.execOne(ctx, `UPDATE schedules SET last_fire_at = ?, last_error = ?, last_refused_at = ?,
-		missed_fires = missed_fires + ?, last_missed_at = COALESCE(?, last_missed_at) WHERE id = ?`,
+		missed_fires = missed_fires + ?, last_missed_at = COALESCE(?, last_missed_at), pending_fire_at = NULL,
+		pending_until = NULL WHERE id = ?`,
 		millis(f.At), f.Error, nullMillis(f.RefusedAt), f.Missed, nullMillis(f.MissedAt), id)
 }

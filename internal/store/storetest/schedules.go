@@ -155,7 +155,7 @@ func testSchedules(t *testing.T, open Opener) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := f.s.Schedules().Claim(f.ctx, late.ID, late.NextFireAt, next)
+				ok, err := f.s.Schedules().Claim(f.ctx, late.ID, late.NextFireAt, next, &late.NextFireAt, now.Add(30*time.Second))
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 				}
@@ -171,10 +171,43 @@ func testSchedules(t *testing.T, open Opener) {
 		got, err := f.s.Schedules().Get(f.ctx, o.ID, late.ID)
 		must(t, err)
 		equal(t, "NextFireAt after the claim", got.NextFireAt, next)
-		ok, err := f.s.Schedules().Claim(f.ctx, paused.ID, paused.NextFireAt, next)
+		equal(t, "the pending fire", [2]time.Time{*got.PendingFireAt, *got.PendingUntil}, [2]time.Time{late.NextFireAt, now.Add(30 * time.Second)})
+
+		// While its fire is pending, a schedule is not due and its next fire cannot be claimed;
+		// once the lease is past it is stale, and one caller of several extends the lease.
+		due, err = f.s.Schedules().Due(f.ctx, next, 10)
+		must(t, err)
+		equal(t, "Due with a fire pending", ids(due, func(s domain.Schedule) string { return s.Name }), []string{"on time", "future"})
+		ok, err := f.s.Schedules().Claim(f.ctx, late.ID, next, next.Add(time.Minute), &next, next.Add(time.Minute))
+		must(t, err)
+		equal(t, "a claim while a fire is pending", ok, false)
+		stale, err := f.s.Schedules().Stale(f.ctx, now.Add(29*time.Second), 10)
+		must(t, err)
+		equal(t, "Stale within the lease", len(stale), 0)
+		stale, err = f.s.Schedules().Stale(f.ctx, now.Add(30*time.Second), 10)
+		must(t, err)
+		equal(t, "Stale past the lease", ids(stale, func(s domain.Schedule) string { return s.Name }), []string{"late"})
+		ok, err = f.s.Schedules().Reclaim(f.ctx, late.ID, now.Add(30*time.Second), now.Add(time.Minute))
+		must(t, err)
+		equal(t, "Reclaim", ok, true)
+		ok, err = f.s.Schedules().Reclaim(f.ctx, late.ID, now.Add(30*time.Second), now.Add(time.Minute))
+		must(t, err)
+		equal(t, "Reclaim again from the old lease", ok, false)
+
+		// A claim without a fire (only missed fires skipped) leaves nothing pending.
+		ok, err = f.s.Schedules().Claim(f.ctx, onTime.ID, onTime.NextFireAt, next, nil, now.Add(30*time.Second))
+		must(t, err)
+		equal(t, "a claim without a fire", ok, true)
+		got, err = f.s.Schedules().Get(f.ctx, o.ID, onTime.ID)
+		must(t, err)
+		if got.PendingFireAt != nil || got.PendingUntil != nil {
+			t.Errorf("a claim without a fire left one pending: %+v", got)
+		}
+
+		ok, err = f.s.Schedules().Claim(f.ctx, paused.ID, paused.NextFireAt, next, &next, next)
 		must(t, err)
 		equal(t, "a paused schedule's claim", ok, false)
-		ok, err = f.s.Schedules().Claim(f.ctx, domain.NewID(), now, next)
+		ok, err = f.s.Schedules().Claim(f.ctx, domain.NewID(), now, next, &now, next)
 		must(t, err)
 		equal(t, "an unknown schedule's claim", ok, false)
 
@@ -194,6 +227,9 @@ func testSchedules(t *testing.T, open Opener) {
 		must(t, err)
 		equal(t, "after a run", [6]any{*got.LastFireAt, got.LastTaskID, got.LastError, *got.LastRefusedAt, got.MissedFires, *got.LastMissedAt},
 			[6]any{at3, "sch-b", "", refused, 5, missedAt})
+		if got.PendingFireAt != nil || got.PendingUntil != nil {
+			t.Errorf("a recorded fire is still pending: %+v", got)
+		}
 		wantErr(t, "RecordFire on an unknown schedule",
 			f.s.Schedules().RecordFire(f.ctx, domain.NewID(), domain.ScheduleFire{At: at3, TaskID: "x"}), store.ErrNotFound)
 	})

@@ -23,6 +23,7 @@ require (
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/stripe/stripe-go/v86 v86.4.0
 	github.com/wneessen/go-mail v0.8.1
 	github.com/zishang520/socket.io/adapters/redis/v3 v3.0.2

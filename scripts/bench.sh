@@ -15,7 +15,8 @@
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
 # PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
 # to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage,
-# BENCH_HISTORY=0 to skip scripts/bench-history.sh, VERDICT_BIN and BENCH_LOADGEN to use
+# BENCH_HISTORY=0 to skip scripts/bench-history.sh, BENCH_SCHEDULES=0 to skip
+# scripts/bench-schedules.sh (the schedules' fire delay), VERDICT_BIN and BENCH_LOADGEN to use
 # prebuilt binaries.
 #
 # Figures depend on the machine and on what else runs on it: the load average is printed with
@@ -269,6 +270,10 @@ watchdog=
 if [[ ${BENCH_RUNS:-1} != 0 && -x scripts/bench-runs.sh ]]; then
 	echo "== scripts/bench-runs.sh"
 	scripts/bench-runs.sh
+fi
+if [[ ${BENCH_SCHEDULES:-1} != 0 ]]; then
+	echo "== scripts/bench-schedules.sh"
+	scripts/bench-schedules.sh
 fi
 if [[ ${BENCH_HISTORY:-1} != 0 ]]; then
 	echo "== scripts/bench-history.sh"

@@ -141,6 +141,7 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		TaskID         string            `json:"taskId"`
 		TimeoutSeconds int               `json:"timeoutSeconds"`
 		Labels         map[string]string `json:"labels"`
+		SecretVars     []string          `json:"-"` // the schedules' own; the API's variables are masked by value
 	}
 	if err := decode(w, r, &in); err != nil {
 		writeDomainError(w, err)

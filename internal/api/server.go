@@ -43,6 +43,8 @@ type Deps struct {
 	Planner ports.Planner
 	// Trackers is the trackers' service; nil: the integration routes answer 503.
 	Trackers ports.Trackers
+	// Schedules are projects' schedules; nil: their routes answer 503.
+	Schedules ports.Schedules
 	// Gates are the release gates (gate rules, compare); nil: their routes answer 503.
 	Gates ports.Gates
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
@@ -92,6 +94,7 @@ type Server struct {
 	executions     ports.Executions
 	billing        ports.Billing
 	testCases      ports.TestCases
+	schedules      ports.Schedules
 	histories      ports.Histories
 	planner        ports.Planner
 	analyst        ports.Analyst
@@ -144,7 +147,7 @@ func New(d Deps) *Server {
 	if d.Outage == nil {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
-	s := &Server{observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
+	s := &Server{schedules: d.Schedules, observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
 		trackers: d.Trackers, gates: d.Gates, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
@@ -278,6 +281,7 @@ func (s *Server) routes() {
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
 
 	s.trackerRoutes()
+	s.scheduleRoutes()
 
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)

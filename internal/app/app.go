@@ -41,6 +41,7 @@ import (
 	"verdict/internal/retention"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
+	"verdict/internal/schedules"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
 	"verdict/internal/web"
@@ -70,6 +71,8 @@ type App struct {
 
 	// retention deletes the history past each organization's retention.
 	retention *retention.Job
+	// schedules fires projects' schedules (its worker runs on every replica).
+	schedules *schedules.Service
 }
 
 // Options adjust an App for tests: a controlled clock, other rate limits.
@@ -89,6 +92,10 @@ type Options struct {
 	FollowBufferBytes int64
 	// RetentionInterval paces the retention job in tests (0: VERDICT_RETENTION_INTERVAL).
 	RetentionInterval time.Duration
+	// ScheduleClock is the schedules' clock in tests, which may run ahead of the rest (nil:
+	// Clock); ScheduleInterval their poll (0: the default).
+	ScheduleClock    domain.Clock
+	ScheduleInterval time.Duration
 }
 
 // New wires every part from the configuration and applies pending migrations. It builds them
@@ -111,7 +118,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, o Options) (
 		}
 	}()
 	for _, step := range []func(context.Context) error{w.stores, w.mail, w.keys, w.billing, w.live, w.runPlane,
-		w.services, w.frontDoors, w.retention} {
+		w.services, w.schedules, w.frontDoors, w.retention} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -220,6 +227,7 @@ func (a *App) Run(ctx context.Context) {
 	start(a.reaper.Run)
 	start(func(ctx context.Context) { a.histories.Run(ctx, historyCatchUp) })
 	start(a.retention.Run)
+	start(a.schedules.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {
 			a.log.Error("the run backend does not answer: runs stay queued until it does", "backend", a.backend.Name(), "err", err)

@@ -82,6 +82,10 @@ type harnessOpts struct {
 	followBuffer int64
 	// retention paces the retention job (with workers; 0: the default 10 minutes).
 	retention time.Duration
+	// scheduleClock runs the schedules on a clock of their own (nil: the harness's);
+	// scheduleInterval is their poll (with workers; 0: the default).
+	scheduleClock    func() time.Time
+	scheduleInterval time.Duration
 }
 
 func generousLimits() api.RateLimits { return limitsAt(100000) }
@@ -150,6 +154,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	opts.FollowBufferBytes = o.followBuffer
 	opts.RetentionInterval = o.retention
+	opts.ScheduleClock, opts.ScheduleInterval = o.scheduleClock, o.scheduleInterval
 	a, err := app.New(context.Background(), cfg, logger, opts)
 	if err != nil {
 		t.Fatal(err)

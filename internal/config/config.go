@@ -32,6 +32,7 @@ type Config struct {
 	AI           AI
 	Integrations Integrations
 	Retention    Retention
+	Schedules    Schedules
 }
 
 // Load reads the environment, fills dev-mode secrets, and validates.
@@ -42,7 +43,7 @@ func LoadFrom(environ map[string]string) (*Config, error) {
 	d := newDecoder(environ)
 	c := &Config{Server: decodeServer(d), Database: decodeDatabase(d), Secrets: decodeSecrets(d), Mail: decodeMail(d),
 		Runs: decodeRuns(d), Limits: decodeLimits(d), Billing: decodeBilling(d), AI: decodeAI(d),
-		Integrations: decodeIntegrations(d), Retention: decodeRetention(d)}
+		Integrations: decodeIntegrations(d), Retention: decodeRetention(d), Schedules: decodeSchedules(d)}
 	c.Reports = decodeReports(d, c.Server.PublicURL)
 	if err := d.err(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)

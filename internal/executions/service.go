@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,6 +154,9 @@ type QueueInput struct {
 	TimeoutSeconds int
 	// Labels are the run's key:value labels (domain.ValidateLabels).
 	Labels map[string]string
+	// SecretVars names the variables of EnvVars whose values are masked in the run's log like
+	// a project's secrets (a schedule's secret variables).
+	SecretVars []string
 }
 
 // Bounds of a queued run.
@@ -181,7 +185,7 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sealVariables(e, env, in.EnvVars); err != nil {
+	if err := s.sealVariables(e, env, in.EnvVars, in.SecretVars); err != nil {
 		return nil, err
 	}
 	generated := e.TaskID == ""
@@ -265,13 +269,18 @@ func (s *Service) draft(ctx context.Context, p *identity.Principal, in QueueInpu
 
 // sealVariables checks the request's variables, lays them over the project's in env, and
 // seals them all into the run; only their names stay readable.
-func (s *Service) sealVariables(e *domain.Execution, env run.RunEnv, vars map[string]string) error {
+func (s *Service) sealVariables(e *domain.Execution, env run.RunEnv, vars map[string]string, secrets []string) error {
 	for k, v := range vars {
 		if err := validateEnv(k, v); err != nil {
 			return err
 		}
 		// A request value that replaces a project secret stays masked like the secret.
 		env.Vars[k] = v
+	}
+	for _, k := range secrets {
+		if _, ok := vars[k]; ok && !slices.Contains(env.Secrets, k) {
+			env.Secrets = append(env.Secrets, k)
+		}
 	}
 	for k := range env.Vars {
 		e.EnvNames = append(e.EnvNames, k)

@@ -45,6 +45,7 @@ type Store interface {
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 	RevokedTokens() RevokedTokenRepo
+	Schedules() ScheduleRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error

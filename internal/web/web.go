@@ -66,6 +66,8 @@ type Deps struct {
 	Trackers ports.Trackers
 	// Gates serve a project's gate rules and the compare page; nil: not available.
 	Gates ports.Gates
+	// Schedules serve a project's schedules page; nil: not available.
+	Schedules ports.Schedules
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -102,6 +104,7 @@ type Server struct {
 	planner    ports.Planner
 	trackers   ports.Trackers
 	gates      ports.Gates
+	schedules  ports.Schedules
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -134,6 +137,7 @@ func New(d Deps) *Server {
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
+	s.schedules = d.Schedules
 	s.routes()
 	return s
 }
@@ -171,6 +175,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.takes("api", s.updateProject))))
 	s.mux.HandleFunc("POST /projects/{id}/gate", s.signedIn(s.csrf(s.takes("api", s.updateGate))))
+	s.mux.HandleFunc("GET /projects/{id}/schedules", s.signedIn(s.schedulesPage))
+	s.mux.HandleFunc("POST /projects/{id}/schedules", s.signedIn(s.csrf(s.takes("api", s.createSchedule))))
+	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/pause", s.signedIn(s.csrf(s.takes("api", s.setSchedule(false)))))
+	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/resume", s.signedIn(s.csrf(s.takes("api", s.setSchedule(true)))))
+	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteSchedule))))
 	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only

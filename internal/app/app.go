@@ -41,6 +41,7 @@ import (
 	"verdict/internal/retention"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
+	"verdict/internal/scm"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
 	"verdict/internal/web"
@@ -160,6 +161,8 @@ type wiring struct {
 	plans    *planning.Service
 	// reportURL links a run's report as the execution view does.
 	reportURL func(ctx context.Context, e *domain.Execution) string
+	// scm is the source-control service (run plane: its post-run step and queued hook).
+	scm *scm.Service
 }
 
 // redisPrefix namespaces this App's Redis keys and channels: Options.RedisPrefix, or "verdict:".

@@ -11,9 +11,11 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/history"
+	"verdict/internal/identity"
 	"verdict/internal/peerhttp"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
+	"verdict/internal/scm"
 )
 
 // runPlane opens the run backend and builds the control plane (control.Plane, with the analyst
@@ -43,10 +45,15 @@ func (w *wiring) runPlane(context.Context) error {
 	// The outages of the database the runners' calls meet reach the lease reaper, which does not
 	// count them against the runners' leases.
 	outages := &control.Outages{}
+	if err := w.sourceControl(); err != nil {
+		return err
+	}
+	execDeps.Queued = w.scm.Queued
 	// The post-run steps, in order, one line each (control.Step); their deliveries go through
 	// the outbox, which the mail worker empties.
 	a.steps = []control.Step{
 		control.Announce{Events: events},
+		w.scm.Step(),
 	}
 	a.mailer.Deliverers = control.Deliveries(a.steps)
 	a.histories = history.New(history.Deps{Store: st, Clock: clock, Log: log})
@@ -105,4 +112,31 @@ func (w *wiring) analyst() error {
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	w.analyses = analyses
 	return nil
+}
+
+// sourceControl builds the source-control service: the hosts' tokens, projects' hooks, and the
+// step that reports runs to their commits. Two of its needs come later and are bound late,
+// each used only once requests are served: the executions service its hooks queue runs
+// through (built by runPlane after the steps the control plane takes), and the report links
+// (built by services).
+func (w *wiring) sourceControl() error {
+	cfg := w.cfg
+	// Organizations' source-control tokens and hooks' secrets are sealed with a key of their
+	// own, derived like the others.
+	box, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict source control keys"))
+	if err != nil {
+		return err
+	}
+	w.scm = scm.New(scm.Deps{Store: w.st, Box: box, Egress: w.egress, Runs: lateRuns{w}, PublicURL: cfg.Server.PublicURL,
+		ReportURL: func(ctx context.Context, e *domain.Execution) string { return w.reportURL(ctx, e) },
+		Clock:     w.clock, Log: w.log})
+	return nil
+}
+
+// lateRuns queues the hooks' runs through the executions service, which runPlane builds after
+// the source-control service.
+type lateRuns struct{ w *wiring }
+
+func (l lateRuns) Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error) {
+	return l.w.execs.Queue(ctx, p, in)
 }

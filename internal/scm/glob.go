@@ -12,8 +12,10 @@ const (
 	maxGlobLen = 256
 )
 
-// Match reports whether branch matches glob. It runs in O(len(glob)×len(branch)).
-func Match(glob, branch string) bool {
+// Match reports whether branch matches glob, character by character (a '?' is one character,
+// not one byte). It runs in O(len(glob)×len(branch)).
+func Match(globText, branchText string) bool {
+	glob, branch := []rune(globText), []rune(branchText)
 	// prev[j]: glob[:i] matches branch[:j]; computed row by row over the glob.
 	prev := make([]bool, len(branch)+1)
 	cur := make([]bool, len(branch)+1)

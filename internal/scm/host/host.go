@@ -104,6 +104,9 @@ type CallError struct {
 	Status  int
 	Message string
 	Op      string // "POST /repos/{owner}/{repo}/statuses/{sha}"
+	// Cause is the transport's error when the call did not reach the host (the egress guard's
+	// egress.ErrRefused among them), for errors.Is.
+	Cause error
 }
 
 func (e *CallError) Error() string {
@@ -117,7 +120,12 @@ func (e *CallError) Error() string {
 	return s
 }
 
-func (e *CallError) Unwrap() error { return e.Kind }
+func (e *CallError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Kind, e.Cause}
+	}
+	return []error{e.Kind}
+}
 
 // Permanent reports whether err will fail the same way if tried again (a refused token, a
 // missing repository, a request the host calls invalid), so a delivery is not retried for it.
@@ -182,7 +190,7 @@ func (c *Client) Do(ctx context.Context, token, method, path, op string, in, out
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return &CallError{Kind: ErrUnreachable, Op: op, Message: redact.Clean(err.Error(), token)}
+		return &CallError{Kind: ErrUnreachable, Op: op, Message: redact.Clean(err.Error(), token), Cause: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))

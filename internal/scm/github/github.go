@@ -33,7 +33,7 @@ func New(base string, client *http.Client, timeout time.Duration) host.Host {
 		base = PublicAPI
 	}
 	return &gh{c: host.Client{Base: base, HTTP: client, Timeout: timeout, UserAgent: "Verdict",
-		Auth: func(h http.Header, token string) { h.Set("Authorization", "Bearer "+token) },
+		Auth:    func(h http.Header, token string) { h.Set("Authorization", "Bearer "+token) },
 		Headers: map[string]string{"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": APIVersion}}}
 }
 

@@ -82,6 +82,11 @@ func (w *wiring) runPlane(context.Context) error {
 		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
+	// A run queued for a commit has its pending status in the outbox: the mail worker looks at
+	// once rather than at its next poll, so the status is set before the run is likely to end
+	// (a burst of runs wakes it once: Notify never blocks and coalesces).
+	wake := execDeps.Wake
+	execDeps.Wake = func() { wake(); a.mailer.Notify() }
 	w.execs = executions.New(execDeps)
 	// The reaper removes a lost run's container only through the backend of the runner that ran
 	// it, when that runner is this process's; a remote runner removes its own.

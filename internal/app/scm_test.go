@@ -277,13 +277,33 @@ func TestGitLabPushAndLabelledRunsReport(t *testing.T) {
 		t.Fatalf("duplicate: %s", dup.raw)
 	}
 
+	// A merge request's hook: its run writes one note on the merge request.
+	mrHook := h.do("POST", "/api/projects/"+project+"/hooks", a, map[string]any{"provider": "gitlab", "branches": []string{"main"}})
+	expect(t, mrHook, 201, "")
+	mr, _ := json.Marshal(map[string]any{"object_kind": "merge_request", "project": map[string]any{"path_with_namespace": "acme/web/shop"},
+		"object_attributes": map[string]any{"iid": 5, "action": "open", "source_branch": "feature/x", "target_branch": "main",
+			"last_commit": map[string]any{"id": sha2}}})
+	rm := h.deliverHook(mrHook.str("data", "hook", "url"), mr, "X-Gitlab-Event", "Merge Request Hook", "X-Gitlab-Event-UUID", "u-2",
+		"X-Gitlab-Token", mrHook.str("data", "hook", "secret"))
+	expect(t, rm, 202, "")
+	h.waitFor(a, rm.str("data", "taskId"), 90*time.Second, final)
+	waitStatuses(t, func() []scmtest.Status { return gl.Statuses("acme/web/shop", sha2) }, 2)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(gl.Comments("acme/web/shop", 5)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if notes := gl.Comments("acme/web/shop", 5); len(notes) != 1 || !strings.Contains(notes[0].Body, "PASSED") {
+		t.Fatalf("merge request notes: %+v", notes)
+	}
+
 	// A run from CI (verdict run --label repo=… --label commit=…), failing.
+	const sha3 = "3333333333333333333333333333333333333333"
 	task := h.queue(a, map[string]any{"projectId": project, "envVars": map[string]string{"FAIL_TESTS": "health endpoint returns 200"},
-		"labels": map[string]string{"commit": sha2}})
+		"labels": map[string]string{"commit": sha3}})
 	if h.waitFor(a, task, 90*time.Second, final).str("execution", "status") != "FAILED" {
 		t.Fatal("the CI run did not fail")
 	}
-	sts2 := waitStatuses(t, func() []scmtest.Status { return gl.Statuses("acme/web/shop", sha2) }, 2)
+	sts2 := waitStatuses(t, func() []scmtest.Status { return gl.Statuses("acme/web/shop", sha3) }, 2)
 	if sts2[0].State != "pending" || sts2[1].State != "failed" {
 		t.Fatalf("statuses of the CI run: %+v", sts2)
 	}

@@ -2,6 +2,7 @@ package scm_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -234,5 +235,33 @@ func TestQueuedEnqueuesPending(t *testing.T) {
 	}
 	if err := f.svc.Queued(ctx, f.st, run); err != nil || count() != 1 {
 		t.Fatalf("the same run again: %v, %d deliveries", err, count())
+	}
+}
+
+// Deliveries are remembered for a bounded time: pruning removes the old ones, and a delivery ID
+// pruned may be taken again.
+func TestDeliveriesPruned(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t)
+	h, err := f.svc.CreateHook(ctx, f.dev, f.project.ID, scm.HookInput{Provider: "github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := f.st.SourceControl()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	if err := sc.RecordDelivery(ctx, h.ID, "old", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.RecordDelivery(ctx, h.ID, "new", t0.Add(8*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.RecordDelivery(ctx, h.ID, "old", t0); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a delivery taken twice: %v", err)
+	}
+	if n, err := sc.PruneDeliveries(ctx, t0.Add(24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if err := sc.RecordDelivery(ctx, h.ID, "old", t0.Add(9*24*time.Hour)); err != nil {
+		t.Fatalf("a pruned delivery ID: %v", err)
 	}
 }

@@ -283,7 +283,7 @@ func (s *Service) comment(ctx context.Context, e *domain.Execution, proj *domain
 		icon = "⚠️"
 	}
 	fmt.Fprintf(&b, "### %s Verdict: %s — %s\n\n", icon, mdPlain(proj.Name), e.Status)
-	fmt.Fprintf(&b, "%s · commit `%s` · [run %s](%s)\n\n", counts(e), e.Labels[domain.CommitLabel], mdPlain(e.TaskID), s.runLink(e))
+	fmt.Fprintf(&b, "%s · commit %s · [run %s](%s)\n\n", counts(e), mdPlain(e.Labels[domain.CommitLabel]), mdPlain(e.TaskID), s.runLink(e))
 	if e.Gate != nil {
 		if e.Gate.Status == domain.GateFailed {
 			b.WriteString("**Release gate failed**\n\n")

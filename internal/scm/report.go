@@ -169,7 +169,7 @@ func (s *Service) deliver(ctx context.Context, raw string) error {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	id, err := h.Comment(ctx, token, repo, request, known, s.comment(ctx, e, proj))
+	id, err := h.Comment(ctx, token, repo, request, known, marker(proj), s.comment(ctx, e, proj))
 	if err != nil {
 		return s.failed(e, provider, "request comment", err)
 	}

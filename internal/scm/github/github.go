@@ -78,7 +78,7 @@ func (g *gh) SetStatus(ctx context.Context, token, repo, sha string, st host.Sta
 		"POST /repos/{owner}/{repo}/statuses/{sha}", body, nil)
 }
 
-func (g *gh) Comment(ctx context.Context, token, repo string, request int64, commentID, body string) (string, error) {
+func (g *gh) Comment(ctx context.Context, token, repo string, request int64, commentID, marker, body string) (string, error) {
 	p, err := repoPath(repo)
 	if err != nil {
 		return "", err
@@ -87,6 +87,11 @@ func (g *gh) Comment(ctx context.Context, token, repo string, request int64, com
 		ID int64 `json:"id"`
 	}
 	in := map[string]string{"body": body}
+	if commentID == "" && marker != "" {
+		if commentID, err = g.find(ctx, token, p, request, marker); err != nil {
+			return "", err
+		}
+	}
 	if commentID != "" {
 		err := g.c.Do(ctx, token, http.MethodPatch, p+"/issues/comments/"+url.PathEscape(commentID),
 			"PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", in, &out)
@@ -108,6 +113,26 @@ func (g *gh) Comment(ctx context.Context, token, repo string, request int64, com
 			Message: "the answer has no comment id"}
 	}
 	return strconv.FormatInt(out.ID, 10), nil
+}
+
+// find is the ID of the first of the request's first 100 comments whose body holds marker, ""
+// for none.
+func (g *gh) find(ctx context.Context, token, p string, request int64, marker string) (string, error) {
+	var comments []struct {
+		ID   int64  `json:"id"`
+		Body string `json:"body"`
+	}
+	err := g.c.Do(ctx, token, http.MethodGet, p+"/issues/"+strconv.FormatInt(request, 10)+"/comments?per_page=100",
+		"GET /repos/{owner}/{repo}/issues/{issue_number}/comments", nil, &comments)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range comments {
+		if strings.Contains(c.Body, marker) {
+			return strconv.FormatInt(c.ID, 10), nil
+		}
+	}
+	return "", nil
 }
 
 // Hooks reads GitHub's webhook deliveries.

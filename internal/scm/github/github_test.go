@@ -86,22 +86,30 @@ func TestGitHubAPI(t *testing.T) {
 		t.Fatalf("a bad state: %v", err)
 	}
 
-	// One comment, updated in place; a new one once someone deleted it.
-	id, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, "", "first")
+	// One comment, updated in place; found by its marker when its ID is not known; a new one
+	// once someone deleted it.
+	const marker = "<!-- verdict:project:p1 -->"
+	fake.AddComment("acme/shop", 7, "LGTM, someone else's")
+	id, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, "", marker, marker+"\nfirst")
 	if err != nil || id == "" {
 		t.Fatal(id, err)
 	}
-	id2, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, id, "second")
+	id2, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, id, marker, marker+"\nsecond")
 	if err != nil || id2 != id {
 		t.Fatalf("update: %q %v (want %q)", id2, err, id)
 	}
-	if cs := fake.Comments("acme/shop", 7); len(cs) != 1 || cs[0].Body != "second" || cs[0].Edits != 1 {
+	id3, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, "", marker, marker+"\nthird")
+	if err != nil || id3 != id {
+		t.Fatalf("by its marker: %q %v (want %q)", id3, err, id)
+	}
+	cs := fake.Comments("acme/shop", 7)
+	if len(cs) != 2 || cs[0].Body != "LGTM, someone else's" || cs[1].Body != marker+"\nthird" || cs[1].Edits != 2 {
 		t.Fatalf("comments = %+v", cs)
 	}
 	fake.DeleteComments("acme/shop", 7)
-	id3, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, id, "third")
-	if err != nil || id3 == id || len(fake.Comments("acme/shop", 7)) != 1 {
-		t.Fatalf("after a delete: %q %v %+v", id3, err, fake.Comments("acme/shop", 7))
+	id4, err := h.Comment(ctx, "ghp_good", "acme/shop", 7, id, marker, marker+"\nfourth")
+	if err != nil || id4 == id || len(fake.Comments("acme/shop", 7)) != 1 {
+		t.Fatalf("after a delete: %q %v %+v", id4, err, fake.Comments("acme/shop", 7))
 	}
 
 	fake.FailNext(1)

@@ -52,12 +52,28 @@ func (g *gl) SetStatus(ctx context.Context, token, repo, sha string, st host.Sta
 		"POST /projects/:id/statuses/:sha", body, nil)
 }
 
-func (g *gl) Comment(ctx context.Context, token, repo string, request int64, commentID, body string) (string, error) {
+func (g *gl) Comment(ctx context.Context, token, repo string, request int64, commentID, marker, body string) (string, error) {
 	var out struct {
 		ID int64 `json:"id"`
 	}
 	notes := project(repo) + "/merge_requests/" + strconv.FormatInt(request, 10) + "/notes"
 	in := map[string]string{"body": body}
+	if commentID == "" && marker != "" {
+		var list []struct {
+			ID   int64  `json:"id"`
+			Body string `json:"body"`
+		}
+		if err := g.c.Do(ctx, token, http.MethodGet, notes+"?sort=asc&order_by=created_at&per_page=100",
+			"GET /projects/:id/merge_requests/:iid/notes", nil, &list); err != nil {
+			return "", err
+		}
+		for _, n := range list {
+			if strings.Contains(n.Body, marker) {
+				commentID = strconv.FormatInt(n.ID, 10)
+				break
+			}
+		}
+	}
 	if commentID != "" {
 		err := g.c.Do(ctx, token, http.MethodPut, notes+"/"+url.PathEscape(commentID),
 			"PUT /projects/:id/merge_requests/:iid/notes/:note_id", in, &out)

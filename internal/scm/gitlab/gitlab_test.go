@@ -64,14 +64,18 @@ func TestGitLabAPI(t *testing.T) {
 		t.Fatalf("a state GitLab does not know: %v", err)
 	}
 
-	id, err := h.Comment(ctx, "glpat-good", "acme/web/shop", 3, "", "first")
+	const marker = "<!-- verdict:project:p1 -->"
+	id, err := h.Comment(ctx, "glpat-good", "acme/web/shop", 3, "", marker, marker+"first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id2, err := h.Comment(ctx, "glpat-good", "acme/web/shop", 3, id, "second"); err != nil || id2 != id {
+	if id2, err := h.Comment(ctx, "glpat-good", "acme/web/shop", 3, id, marker, marker+"second"); err != nil || id2 != id {
 		t.Fatalf("update: %q %v", id2, err)
 	}
-	if cs := fake.Comments("acme/web/shop", 3); len(cs) != 1 || cs[0].Body != "second" || cs[0].Edits != 1 {
+	if id3, err := h.Comment(ctx, "glpat-good", "acme/web/shop", 3, "", marker, marker+"third"); err != nil || id3 != id {
+		t.Fatalf("by its marker: %q %v", id3, err)
+	}
+	if cs := fake.Comments("acme/web/shop", 3); len(cs) != 1 || cs[0].Body != marker+"third" || cs[0].Edits != 2 {
 		t.Fatalf("notes = %+v", cs)
 	}
 }

@@ -26,9 +26,10 @@ type Host interface {
 	// SetStatus sets the commit status of sha in repo.
 	SetStatus(ctx context.Context, token, repo, sha string, st Status) error
 	// Comment writes body as the comment commentID on the request (pull or merge request
-	// number) of repo, or as a new comment when commentID is "" or the host no longer has it.
-	// It returns the comment's ID.
-	Comment(ctx context.Context, token, repo string, request int64, commentID, body string) (string, error)
+	// number) of repo. Without a commentID (or when the host no longer has it), the request's
+	// first comments are searched for one holding marker, which is updated; else a new comment
+	// is made. It returns the comment's ID.
+	Comment(ctx context.Context, token, repo string, request int64, commentID, marker, body string) (string, error)
 }
 
 // Hooks reads a host's webhook deliveries.

@@ -110,6 +110,11 @@ func (f *fake) Comments(repo string, request int64) []Comment {
 	return out
 }
 
+// AddComment adds a comment on request of repo as someone else would, returning its ID.
+func (f *fake) AddComment(repo string, request int64, body string) int64 {
+	return f.addComment(repo, request, body).ID
+}
+
 // DeleteComments removes every comment on request of repo, as a person might.
 func (f *fake) DeleteComments(repo string, request int64) {
 	f.mu.Lock()
@@ -243,6 +248,10 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && ghStatusPath.MatchString(path):
 		m := ghStatusPath.FindStringSubmatch(path)
 		g.status(w, r, m[1]+"/"+m[2], m[3])
+	case r.Method == http.MethodGet && ghCommentPost.MatchString(path):
+		m := ghCommentPost.FindStringSubmatch(path)
+		n, _ := strconv.ParseInt(m[3], 10, 64)
+		g.listComments(w, r, m[1]+"/"+m[2], n)
 	case r.Method == http.MethodPost && ghCommentPost.MatchString(path):
 		m := ghCommentPost.FindStringSubmatch(path)
 		n, _ := strconv.ParseInt(m[3], 10, 64)
@@ -257,6 +266,31 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 var ghStates = []string{"error", "failure", "pending", "success"}
+
+// list is the first page of the request's comments, oldest first: per_page of them (default 30,
+// at most 100, as GitHub and GitLab page).
+func (f *fake) list(r *http.Request, repo string, request int64) []map[string]any {
+	per := 30
+	if n, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && n > 0 {
+		per = min(n, 100)
+	}
+	out := []map[string]any{}
+	for _, c := range f.Comments(repo, request) {
+		if len(out) == per {
+			break
+		}
+		out = append(out, map[string]any{"id": c.ID, "body": c.Body})
+	}
+	return out
+}
+
+func (g *GitHub) listComments(w http.ResponseWriter, r *http.Request, repo string, issue int64) {
+	if !g.hasRepo(repo) {
+		ghError(w, http.StatusNotFound, "Not Found", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.list(r, repo, issue))
+}
 
 func validation(w http.ResponseWriter, resource, field, msg string) {
 	ghError(w, http.StatusUnprocessableEntity, "Validation Failed", map[string]any{
@@ -380,6 +414,8 @@ func (g *GitLab) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch {
+		case r.Method == http.MethodGet && len(seg) == 5:
+			writeJSON(w, http.StatusOK, g.list(r, project, iid))
 		case r.Method == http.MethodPost && len(seg) == 5:
 			g.note(w, r, project, iid, 0)
 		case r.Method == http.MethodPut && len(seg) == 6:

@@ -120,10 +120,11 @@ func (w *wiring) analyst() error {
 }
 
 // sourceControl builds the source-control service: the hosts' tokens, projects' hooks, and the
-// step that reports runs to their commits. Two of its needs come later and are bound late,
-// each used only once requests are served: the executions service its hooks queue runs
-// through (built by runPlane after the steps the control plane takes), and the report links
-// (built by services).
+// step that reports runs to their commits. Three of its needs come later and are bound late,
+// each used only once requests are served or the outbox is delivered: the executions service
+// its hooks queue runs through and the tests' histories its comments compare runs with (both
+// built by runPlane after the steps the control plane takes), and the report links (built by
+// services).
 func (w *wiring) sourceControl() error {
 	cfg := w.cfg
 	// Organizations' source-control tokens and hooks' secrets are sealed with a key of their
@@ -134,7 +135,10 @@ func (w *wiring) sourceControl() error {
 	}
 	w.scm = scm.New(scm.Deps{Store: w.st, Box: box, Egress: w.egress, Runs: lateRuns{w}, PublicURL: cfg.Server.PublicURL,
 		ReportURL: func(ctx context.Context, e *domain.Execution) string { return w.reportURL(ctx, e) },
-		Clock:     w.clock, Log: w.log})
+		Compare: func(ctx context.Context, p *identity.Principal, taskID, with string) (*history.Comparison, error) {
+			return w.a.histories.Compare(ctx, p, taskID, with)
+		},
+		Clock: w.clock, Log: w.log})
 	return nil
 }
 

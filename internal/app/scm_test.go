@@ -18,6 +18,7 @@ import (
 // GitLab APIs on 127.0.0.1 (which the operator allows with VERDICT_EGRESS_ALLOW).
 
 const (
+	sha0 = "0000000000000000000000000000000000000abc"
 	sha1 = "1111111111111111111111111111111111111111"
 	sha2 = "2222222222222222222222222222222222222222"
 )
@@ -95,8 +96,7 @@ func TestGitHubPullRequestReports(t *testing.T) {
 				t.Fatalf("settings: %s", got.raw)
 			}
 
-			p := h.do("POST", "/api/projects", a, map[string]any{"name": "Shop", "image": passImage, "repository": "acme/shop",
-				"envVars": []map[string]any{{"key": "FAIL_TESTS", "value": "health endpoint returns 200"}}})
+			p := h.do("POST", "/api/projects", a, map[string]any{"name": "Shop", "image": passImage, "repository": "acme/shop"})
 			expect(t, p, 201, "")
 			project := p.str("project", "id")
 			if p.str("project", "repository") != "acme/shop" {
@@ -116,6 +116,22 @@ func TestGitHubPullRequestReports(t *testing.T) {
 			if strings.Contains(list.raw, secret) || len(list.get("data", "hooks").([]any)) != 1 {
 				t.Fatalf("hooks: %s", list.raw)
 			}
+
+			// A push to main: the baseline of the pull request's runs.
+			push, _ := json.Marshal(map[string]any{"ref": "refs/heads/main", "after": sha0, "deleted": false,
+				"repository": map[string]any{"full_name": "acme/shop"}})
+			rp := h.deliverHook(hookURL, push, "X-GitHub-Event", "push", "X-GitHub-Delivery", "d-main",
+				"X-Hub-Signature-256", github.Sign(push, secret))
+			expect(t, rp, 202, "")
+			mainTask := rp.str("data", "taskId")
+			if st := h.waitFor(a, mainTask, 90*time.Second, final).str("execution", "status"); st != "PASSED" {
+				t.Fatalf("the push's run: %s", st)
+			}
+			if sts := waitStatuses(t, func() []scmtest.Status { return gh.Statuses("acme/shop", sha0) }, 2); sts[1].State != "success" {
+				t.Fatalf("the push's statuses: %+v", sts)
+			}
+			expect(t, h.do("PATCH", "/api/projects/"+project, a, map[string]any{"envVars": []map[string]any{
+				{"key": "FAIL_TESTS", "value": "health endpoint returns 200"}}}), 200, "")
 
 			before := h.countRuns(a)
 			body := ghPullRequest("opened", sha1, "main", 42)
@@ -165,7 +181,8 @@ func TestGitHubPullRequestReports(t *testing.T) {
 			}
 			comments := gh.Comments("acme/shop", 42)
 			if len(comments) != 1 || !strings.Contains(comments[0].Body, "<!-- verdict:project:"+project+" -->") ||
-				!strings.Contains(comments[0].Body, "FAILED") || !strings.Contains(comments[0].Body, "health endpoint returns 200") {
+				!strings.Contains(comments[0].Body, "FAILED") ||
+				!strings.Contains(comments[0].Body, "**New failures (1)** since run "+mainTask+":\n\n- \\[chromium\\] api/health.spec.ts › health endpoint returns 200") {
 				t.Fatalf("comments: %+v", comments)
 			}
 			for _, req := range gh.Requests() {
@@ -199,7 +216,8 @@ func TestGitHubPullRequestReports(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if !strings.Contains(comments[0].Body, "PASSED") || strings.Contains(comments[0].Body, "FAILED") {
+			if !strings.Contains(comments[0].Body, "PASSED") || strings.Contains(comments[0].Body, "FAILED") ||
+				strings.Contains(comments[0].Body, "New failures") {
 				t.Fatalf("the updated comment: %s", comments[0].Body)
 			}
 

@@ -11,6 +11,8 @@ import (
 
 	"verdict/internal/control"
 	"verdict/internal/domain"
+	"verdict/internal/history"
+	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/scm/host"
 	"verdict/internal/store"
@@ -297,6 +299,7 @@ func (s *Service) comment(ctx context.Context, e *domain.Execution, proj *domain
 			b.WriteString("**Release gate passed**\n\n")
 		}
 	}
+	s.newFailures(ctx, &b, e)
 	b.WriteString("<details><summary>Details</summary>\n\n")
 	b.WriteString(integrations.RunMarkdown(e, s.reportURL(ctx, e)))
 	b.WriteString("\n</details>\n\n_Updated by each run of this project on this request._\n")
@@ -305,6 +308,46 @@ func (s *Service) comment(ctx context.Context, e *domain.Execution, proj *domain
 		out = host.Clip(out, maxComment-200) + "\n\n</details>\n"
 	}
 	return out
+}
+
+// maxListed bounds the tests a comment's lists name.
+const maxListed = 20
+
+// newFailures writes the tests that fail in run e and did not in its baseline, and those that
+// became flaky, when the run has a baseline; nothing when it has none or it cannot be read.
+func (s *Service) newFailures(ctx context.Context, b *strings.Builder, e *domain.Execution) {
+	if s.compare == nil {
+		return
+	}
+	c, err := s.compare(ctx, identity.Automation(e.OrganizationID), e.TaskID, "")
+	if err != nil {
+		s.log.Warn("comparing a run with its baseline for its request's comment failed", "task", e.TaskID, "err", err)
+		return
+	}
+	if c.Base == nil {
+		return
+	}
+	for _, l := range []struct {
+		title string
+		tests []history.TestDiff
+	}{{"New failures", c.NewFailures}, {"Newly flaky", c.NewlyFlaky}, {"Fixed", c.Fixed}} {
+		if len(l.tests) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "**%s (%d)** since run %s:\n\n", l.title, len(l.tests), mdPlain(c.Base.TaskID))
+		for i, t := range l.tests {
+			if i == maxListed {
+				fmt.Fprintf(b, "- …and %d more\n", len(l.tests)-maxListed)
+				break
+			}
+			name := t.Name
+			if t.Suite != "" {
+				name = t.Suite + " › " + t.Name
+			}
+			fmt.Fprintf(b, "- %s\n", mdPlain(host.Clip(name, 300)))
+		}
+		b.WriteString("\n")
+	}
 }
 
 // mdPlain is text on one line with Markdown's markup characters escaped.

@@ -25,6 +25,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/egress"
 	"verdict/internal/executions"
+	"verdict/internal/history"
 	"verdict/internal/identity"
 	"verdict/internal/scm/host"
 	"verdict/internal/store"
@@ -47,6 +48,9 @@ type Deps struct {
 	PublicURL string
 	// ReportURL is the absolute link to a run's report, "" when it has none; nil: none.
 	ReportURL func(ctx context.Context, e *domain.Execution) string
+	// Compare compares a finished run with its baseline (history.Service.Compare), for the new
+	// failures a pull request's comment lists; nil: the comment lists none.
+	Compare func(ctx context.Context, p *identity.Principal, taskID, with string) (*history.Comparison, error)
 	// Timeout bounds each call to a host (default 15 s).
 	Timeout time.Duration
 	Clock   domain.Clock
@@ -62,6 +66,7 @@ type Service struct {
 	runs      Runs
 	publicURL string
 	reportURL func(ctx context.Context, e *domain.Execution) string
+	compare   func(ctx context.Context, p *identity.Principal, taskID, with string) (*history.Comparison, error)
 	timeout   time.Duration
 	clock     domain.Clock
 	log       *slog.Logger
@@ -83,7 +88,7 @@ func New(d Deps) *Service {
 		d.ReportURL = func(context.Context, *domain.Execution) string { return "" }
 	}
 	return &Service{store: d.Store, box: d.Box, guard: d.Egress, client: d.Egress.Client(d.Timeout), runs: d.Runs,
-		publicURL: strings.TrimRight(d.PublicURL, "/"), reportURL: d.ReportURL, timeout: d.Timeout, clock: d.Clock, log: d.Log}
+		publicURL: strings.TrimRight(d.PublicURL, "/"), reportURL: d.ReportURL, compare: d.Compare, timeout: d.Timeout, clock: d.Clock, log: d.Log}
 }
 
 var errUnknownProvider = domain.NotFound("Integration not found", "No such source-control host: github or gitlab")

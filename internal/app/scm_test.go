@@ -71,6 +71,18 @@ func waitStatuses(t *testing.T, statuses func() []scmtest.Status, n int) []scmte
 	}
 }
 
+// waitComments waits until the fake holds a comment, and returns them.
+func waitComments(t *testing.T, comments func() []scmtest.Comment) []scmtest.Comment {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if got := comments(); len(got) > 0 || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // A signed pull_request event queues a run that reports pending, then failure, to its commit,
 // and writes one comment on the pull request; the next commit's run updates that comment
 // instead of adding one. A bad signature is 401 and queues nothing; a delivery repeated queues
@@ -179,7 +191,8 @@ func TestGitHubPullRequestReports(t *testing.T) {
 				sts[1].TargetURL != publicURL+"/runs/"+task || !strings.HasPrefix(sts[1].Description, "FAILED: 1 of ") {
 				t.Fatalf("statuses: %+v", sts)
 			}
-			comments := gh.Comments("acme/shop", 42)
+			// The comment follows the status in the same delivery.
+			comments := waitComments(t, func() []scmtest.Comment { return gh.Comments("acme/shop", 42) })
 			if len(comments) != 1 || !strings.Contains(comments[0].Body, "<!-- verdict:project:"+project+" -->") ||
 				!strings.Contains(comments[0].Body, "FAILED") ||
 				!strings.Contains(comments[0].Body, "**New failures (1)** since run "+mainTask+":\n\n- \\[chromium\\] api/health.spec.ts › health endpoint returns 200") {
@@ -306,11 +319,7 @@ func TestGitLabPushAndLabelledRunsReport(t *testing.T) {
 	expect(t, rm, 202, "")
 	h.waitFor(a, rm.str("data", "taskId"), 90*time.Second, final)
 	waitStatuses(t, func() []scmtest.Status { return gl.Statuses("acme/web/shop", sha2) }, 2)
-	deadline := time.Now().Add(30 * time.Second)
-	for len(gl.Comments("acme/web/shop", 5)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if notes := gl.Comments("acme/web/shop", 5); len(notes) != 1 || !strings.Contains(notes[0].Body, "PASSED") {
+	if notes := waitComments(t, func() []scmtest.Comment { return gl.Comments("acme/web/shop", 5) }); len(notes) != 1 || !strings.Contains(notes[0].Body, "PASSED") {
 		t.Fatalf("merge request notes: %+v", notes)
 	}
 

@@ -628,8 +628,9 @@ func TestOpenAPISecurityAndLimitsMatchServer(t *testing.T) {
 }
 
 // lenientBodies are the operations whose JSON body is not the API's own: the payment
-// provider's webhook takes its events as they are, fields unknown to Verdict included.
-var lenientBodies = map[string]bool{"POST /api/webhooks/stripe": true}
+// provider's webhook and the source-control hosts' deliveries take their events as they are,
+// fields unknown to Verdict included.
+var lenientBodies = map[string]bool{"POST /api/webhooks/stripe": true, "POST /api/hooks/{provider}/{hookId}": true}
 
 // TestOpenAPIRequestBodiesStrict: the server refuses unknown fields in every JSON body but the
 // lenient ones, so every object of those request schemas must say additionalProperties: false

@@ -24,7 +24,7 @@ func projectView(p *domain.Project) Project {
 	}
 	return Project{ID: p.ID, Name: p.Name, Image: p.Image, TargetURLs: urls, DefaultFolder: p.DefaultFolder,
 		TimeoutSeconds: p.TimeoutSeconds, ReportFolders: nonNil(p.ReportFolders), EnvVars: vars,
-		CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
+		Repository: p.Repository, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
 }
 
 // decodeProject reads a project body; collections that are present (even empty) are applied.
@@ -37,12 +37,14 @@ func decodeProject(w http.ResponseWriter, r *http.Request) (executions.ProjectIn
 		TimeoutSeconds *int               `json:"timeoutSeconds"`
 		ReportFolders  *[]string          `json:"reportFolders"`
 		EnvVars        *[]domain.EnvVar   `json:"envVars"`
+		Repository     *string            `json:"repository"`
 	}
 	var out executions.ProjectInput
 	if err := decode(w, r, &in); err != nil {
 		return out, err
 	}
 	out.Name, out.Image, out.DefaultFolder, out.TimeoutSeconds = in.Name, in.Image, in.DefaultFolder, in.TimeoutSeconds
+	out.Repository = in.Repository
 	if in.TargetURLs != nil {
 		// Its keys are fixed, like a struct's fields: any other one is an unknown field.
 		for _, env := range slices.Sorted(maps.Keys(*in.TargetURLs)) {

@@ -47,6 +47,9 @@ type Deps struct {
 	Schedules ports.Schedules
 	// Gates are the release gates (gate rules, compare); nil: their routes answer 503.
 	Gates ports.Gates
+	// SourceControl is the source-control service (hosts' tokens, projects' hooks); nil: its
+	// routes answer 503.
+	SourceControl ports.SourceControl
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
@@ -100,6 +103,7 @@ type Server struct {
 	analyst        ports.Analyst
 	trackers       ports.Trackers
 	gates          ports.Gates
+	scm            ports.SourceControl
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -148,7 +152,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{schedules: d.Schedules, observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
-		trackers: d.Trackers, gates: d.Gates, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -282,6 +286,7 @@ func (s *Server) routes() {
 
 	s.trackerRoutes()
 	s.scheduleRoutes()
+	s.scmRoutes()
 
 	s.handle("POST /api/billing/checkout", routeOpts{access: bearer, limit: "strict"}, s.checkout)
 	s.handle("POST /api/billing/portal", routeOpts{access: bearer, limit: "strict"}, s.billingPortal)

@@ -155,6 +155,7 @@ type Project struct {
 	TimeoutSeconds int               `json:"timeoutSeconds"`
 	ReportFolders  []string          `json:"reportFolders"`
 	EnvVars        []domain.EnvVar   `json:"envVars"`
+	Repository     string            `json:"repository"`
 	CreatedAt      string            `json:"createdAt"`
 	UpdatedAt      string            `json:"updatedAt"`
 }

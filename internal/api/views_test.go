@@ -101,7 +101,7 @@ func legacyProject(p *domain.Project) obj {
 	vars := projectView(p).EnvVars
 	return obj{"id": p.ID, "name": p.Name, "image": p.Image, "targetUrls": urls, "defaultFolder": p.DefaultFolder,
 		"timeoutSeconds": p.TimeoutSeconds, "reportFolders": nonNil(p.ReportFolders), "envVars": vars,
-		"createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt)}
+		"repository": p.Repository, "createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt)}
 }
 
 // sameJSON fails unless a and b encode to the same JSON value.

@@ -42,6 +42,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
 	"verdict/internal/schedules"
+	"verdict/internal/scm"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
 	"verdict/internal/web"
@@ -167,6 +168,8 @@ type wiring struct {
 	plans    *planning.Service
 	// reportURL links a run's report as the execution view does.
 	reportURL func(ctx context.Context, e *domain.Execution) string
+	// scm is the source-control service (run plane: its post-run step and queued hook).
+	scm *scm.Service
 }
 
 // redisPrefix namespaces this App's Redis keys and channels: Options.RedisPrefix, or "verdict:".

@@ -49,6 +49,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		Trackers:       trackers,
 		Schedules:      a.schedules,
 		Gates:          a.histories,
+		SourceControl:  w.scm,
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

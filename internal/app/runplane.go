@@ -11,9 +11,11 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/executions"
 	"verdict/internal/history"
+	"verdict/internal/identity"
 	"verdict/internal/peerhttp"
 	"verdict/internal/run"
 	"verdict/internal/run/engines"
+	"verdict/internal/scm"
 )
 
 // runPlane opens the run backend and builds the control plane (control.Plane, with the analyst
@@ -43,10 +45,15 @@ func (w *wiring) runPlane(context.Context) error {
 	// The outages of the database the runners' calls meet reach the lease reaper, which does not
 	// count them against the runners' leases.
 	outages := &control.Outages{}
+	if err := w.sourceControl(); err != nil {
+		return err
+	}
+	execDeps.Queued = w.scm.Queued
 	// The post-run steps, in order, one line each (control.Step); their deliveries go through
 	// the outbox, which the mail worker empties.
 	a.steps = []control.Step{
 		control.Announce{Events: events},
+		w.scm.Step(),
 	}
 	a.mailer.Deliverers = control.Deliveries(a.steps)
 	a.histories = history.New(history.Deps{Store: st, Clock: clock, Log: log})
@@ -75,6 +82,11 @@ func (w *wiring) runPlane(context.Context) error {
 		execDeps.Wake = func() { a.runner.Notify(); remote.Notify() }
 		execDeps.Stop = func(id string) { a.runner.Cancel(id); remote.NotifyCancel() }
 	}
+	// A run queued for a commit has its pending status in the outbox: the mail worker looks at
+	// once rather than at its next poll, so the status is set before the run is likely to end
+	// (a burst of runs wakes it once: Notify never blocks and coalesces).
+	wake := execDeps.Wake
+	execDeps.Wake = func() { wake(); a.mailer.Notify() }
 	w.execs = executions.New(execDeps)
 	// The reaper removes a lost run's container only through the backend of the runner that ran
 	// it, when that runner is this process's; a remote runner removes its own.
@@ -105,4 +117,35 @@ func (w *wiring) analyst() error {
 	a.closers = append(a.closers, analyses.Wait) // runs before the store closes
 	w.analyses = analyses
 	return nil
+}
+
+// sourceControl builds the source-control service: the hosts' tokens, projects' hooks, and the
+// step that reports runs to their commits. Three of its needs come later and are bound late,
+// each used only once requests are served or the outbox is delivered: the executions service
+// its hooks queue runs through and the tests' histories its comments compare runs with (both
+// built by runPlane after the steps the control plane takes), and the report links (built by
+// services).
+func (w *wiring) sourceControl() error {
+	cfg := w.cfg
+	// Organizations' source-control tokens and hooks' secrets are sealed with a key of their
+	// own, derived like the others.
+	box, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict source control keys"))
+	if err != nil {
+		return err
+	}
+	w.scm = scm.New(scm.Deps{Store: w.st, Box: box, Egress: w.egress, Runs: lateRuns{w}, PublicURL: cfg.Server.PublicURL,
+		ReportURL: func(ctx context.Context, e *domain.Execution) string { return w.reportURL(ctx, e) },
+		Compare: func(ctx context.Context, p *identity.Principal, taskID, with string) (*history.Comparison, error) {
+			return w.a.histories.Compare(ctx, p, taskID, with)
+		},
+		Clock: w.clock, Log: w.log})
+	return nil
+}
+
+// lateRuns queues the hooks' runs through the executions service, which runPlane builds after
+// the source-control service.
+type lateRuns struct{ w *wiring }
+
+func (l lateRuns) Queue(ctx context.Context, p *identity.Principal, in executions.QueueInput) (*domain.Execution, error) {
+	return l.w.execs.Queue(ctx, p, in)
 }

@@ -144,8 +144,9 @@ func parseFlags(args []string, io IO) (*options, error) {
 	return o, nil
 }
 
-// ciLabels are the commit, branch and pipeline of the CI job running the command, from the
-// variables GitHub Actions and GitLab CI set.
+// ciLabels are the repository, commit, branch and pipeline of the CI job running the command,
+// from the variables GitHub Actions and GitLab CI set: a run labelled with its repository and
+// commit reports its status to that commit.
 func ciLabels(getenv func(string) string) map[string]string {
 	out := map[string]string{}
 	set := func(k, v string) {
@@ -155,6 +156,7 @@ func ciLabels(getenv func(string) string) map[string]string {
 	}
 	switch {
 	case getenv("GITHUB_ACTIONS") == "true":
+		set("repo", getenv("GITHUB_REPOSITORY"))
 		set("commit", getenv("GITHUB_SHA"))
 		if b := getenv("GITHUB_HEAD_REF"); b != "" { // a pull request's branch
 			set("branch", b)
@@ -163,6 +165,7 @@ func ciLabels(getenv func(string) string) map[string]string {
 		}
 		set("pipeline", getenv("GITHUB_RUN_ID"))
 	case getenv("GITLAB_CI") == "true":
+		set("repo", getenv("CI_PROJECT_PATH"))
 		set("commit", getenv("CI_COMMIT_SHA"))
 		set("branch", getenv("CI_COMMIT_REF_NAME"))
 		set("pipeline", getenv("CI_PIPELINE_ID"))

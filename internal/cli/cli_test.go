@@ -72,12 +72,14 @@ func TestWriteJUnit(t *testing.T) {
 }
 
 func TestCILabels(t *testing.T) {
-	gh := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_SHA": "abc", "GITHUB_REF_NAME": "main", "GITHUB_RUN_ID": "42"}
-	if got := ciLabels(func(k string) string { return gh[k] }); fmt.Sprint(got) != "map[branch:main commit:abc pipeline:42]" {
+	gh := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_SHA": "abc", "GITHUB_REF_NAME": "main", "GITHUB_RUN_ID": "42",
+		"GITHUB_REPOSITORY": "acme/shop"}
+	if got := ciLabels(func(k string) string { return gh[k] }); fmt.Sprint(got) != "map[branch:main commit:abc pipeline:42 repo:acme/shop]" {
 		t.Fatalf("GitHub: %v", got)
 	}
-	gl := map[string]string{"GITLAB_CI": "true", "CI_COMMIT_SHA": "def", "CI_COMMIT_REF_NAME": "dev", "CI_PIPELINE_ID": "7"}
-	if got := ciLabels(func(k string) string { return gl[k] }); fmt.Sprint(got) != "map[branch:dev commit:def pipeline:7]" {
+	gl := map[string]string{"GITLAB_CI": "true", "CI_COMMIT_SHA": "def", "CI_COMMIT_REF_NAME": "dev", "CI_PIPELINE_ID": "7",
+		"CI_PROJECT_PATH": "acme/web/shop"}
+	if got := ciLabels(func(k string) string { return gl[k] }); fmt.Sprint(got) != "map[branch:dev commit:def pipeline:7 repo:acme/web/shop]" {
 		t.Fatalf("GitLab: %v", got)
 	}
 	if got := ciLabels(func(string) string { return "" }); len(got) != 0 {

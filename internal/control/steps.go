@@ -53,6 +53,11 @@ const stepTimeout = 10 * time.Second
 // deliveryKind is the outbox kind of step name's deliveries.
 func deliveryKind(name string) string { return "step:" + name }
 
+// DeliveryKind is the outbox kind of step name's deliveries, for a step that enqueues one
+// before the run ends (a commit's pending status when the run is queued), in the transaction
+// that queues it, with store.OutboxRepo.Enqueue.
+func DeliveryKind(name string) string { return deliveryKind(name) }
+
 // Deliveries are the deliveries of steps' Deliverers by outbox kind, for mail.Worker.Deliverers.
 func Deliveries(steps []Step) map[string]func(ctx context.Context, payload string) error {
 	out := map[string]func(ctx context.Context, payload string) error{}

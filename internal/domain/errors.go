@@ -45,11 +45,14 @@ const (
 	// KindGone: the thing existed and was removed for good (a run's report files that
 	// retention deleted); asking again will not bring it back.
 	KindGone
+	// KindTooLarge: the request's body is larger than the route takes (a webhook delivery).
+	KindTooLarge
 )
 
 var kindNames = [...]string{KindInternal: "internal", KindInvalid: "invalid", KindUnauthorized: "unauthorized",
 	KindForbidden: "forbidden", KindNotFound: "not found", KindConflict: "conflict", KindRateLimited: "rate limited",
-	KindUpstream: "upstream", KindUpstreamTimeout: "upstream timeout", KindUnavailable: "unavailable", KindGone: "gone"}
+	KindUpstream: "upstream", KindUpstreamTimeout: "upstream timeout", KindUnavailable: "unavailable", KindGone: "gone",
+	KindTooLarge: "too large"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -89,6 +92,9 @@ func Internal(code, message string) *Error     { return NewError(KindInternal, c
 func Unavailable(code, message string) *Error  { return NewError(KindUnavailable, code, message) }
 func Upstream(code, message string) *Error     { return NewError(KindUpstream, code, message) }
 func Gone(code, message string) *Error         { return NewError(KindGone, code, message) }
+
+// TooLarge refuses a body past the route's bound.
+func TooLarge(code, message string) *Error { return NewError(KindTooLarge, code, message) }
 func UpstreamTimeout(code, message string) *Error {
 	return NewError(KindUpstreamTimeout, code, message)
 }

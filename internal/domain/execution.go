@@ -148,8 +148,11 @@ type Project struct {
 	TimeoutSeconds int
 	ReportFolders  []string // under /app
 	EnvVars        []EnvVar // secret values are ciphertext here
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Repository is where the project's code lives ("owner/name" on GitHub, a GitLab project's
+	// path; ValidRepository), to which its runs report commit statuses; "" for none.
+	Repository string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Environments a project may name target URLs for.

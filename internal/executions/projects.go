@@ -20,9 +20,11 @@ type ProjectInput struct {
 	TimeoutSeconds *int
 	ReportFolders  []string
 	EnvVars        []domain.EnvVar
-	setURLs        bool
-	setFolders     bool
-	setEnv         bool
+	// Repository is where the project's code lives ("owner/name", a GitLab path); "" clears it.
+	Repository *string
+	setURLs    bool
+	setFolders bool
+	setEnv     bool
 }
 
 // WithTargetURLs, WithReportFolders and WithEnvVars mark the collections as sent (an empty
@@ -147,6 +149,14 @@ func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old [
 			return domain.BadRequest("Validation error", "timeoutSeconds must be between 1 and 86400")
 		}
 		proj.TimeoutSeconds = *in.TimeoutSeconds
+	}
+	if in.Repository != nil {
+		r := strings.TrimSpace(*in.Repository)
+		if r != "" && !domain.ValidRepository(r) {
+			return domain.BadRequest("Validation error",
+				"repository must be owner/name (GitHub) or a GitLab project path such as group/sub/name: segments of A-Z, a-z, 0-9, '.', '_' and '-', at most 255 characters")
+		}
+		proj.Repository = r
 	}
 	if in.setURLs {
 		urls := map[string]string{}

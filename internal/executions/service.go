@@ -32,6 +32,7 @@ type Service struct {
 	events         control.Events
 	wake           func()
 	stop           func(executionID string)
+	queued         func(ctx context.Context, tx store.Store, e *domain.Execution) error
 	alerts         *billing.Alerts
 	clock          domain.Clock
 	newID          domain.IDGen
@@ -64,6 +65,9 @@ type Deps struct {
 	AllowedImages []string
 	// PlanTimeouts cap a run's timeout per plan; a plan without an entry is capped at 24 h.
 	PlanTimeouts map[domain.Plan]time.Duration
+	// Queued is told of each run queued, in the transaction that stores it (a commit's pending
+	// status enqueued in the outbox with it); its error fails the queueing. nil: none.
+	Queued func(ctx context.Context, tx store.Store, e *domain.Execution) error
 }
 
 // New builds a Service.
@@ -73,6 +77,9 @@ func New(d Deps) *Service {
 	}
 	if d.Stop == nil {
 		d.Stop = func(string) {}
+	}
+	if d.Queued == nil {
+		d.Queued = func(context.Context, store.Store, *domain.Execution) error { return nil }
 	}
 	if d.Clock == nil {
 		d.Clock = domain.SystemClock
@@ -84,7 +91,7 @@ func New(d Deps) *Service {
 		d.Log = slog.Default()
 	}
 	return &Service{store: d.Store, box: d.Box, backend: d.Backend, reports: d.Reports, events: d.Events,
-		wake: d.Wake, stop: d.Stop, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log,
+		wake: d.Wake, stop: d.Stop, queued: d.Queued, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log,
 		defaultImage: d.DefaultImage, defaultBaseURL: d.DefaultBaseURL, allowedImages: d.AllowedImages,
 		planTimeouts: d.PlanTimeouts}
 }
@@ -324,6 +331,9 @@ func (s *Service) admit(ctx context.Context, tx store.Store, orgID string, e *do
 		return err
 	}
 	if err := s.create(ctx, tx, e, generated); err != nil {
+		return err
+	}
+	if err := s.queued(ctx, tx, e); err != nil {
 		return err
 	}
 	return s.alerts.Check(ctx, tx, org, billing.Usage{Resource: billing.ResourceTestRuns,

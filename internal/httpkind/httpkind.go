@@ -21,6 +21,7 @@ var statuses = [...]int{
 	domain.KindUpstreamTimeout: http.StatusGatewayTimeout,
 	domain.KindUnavailable:     http.StatusServiceUnavailable,
 	domain.KindGone:            http.StatusGone,
+	domain.KindTooLarge:        http.StatusRequestEntityTooLarge,
 }
 
 // Status is the HTTP status that answers an error of kind k; 500 for a kind it does not know.

@@ -46,6 +46,7 @@ type Store interface {
 	UsageAlerts() UsageAlertRepo
 	RevokedTokens() RevokedTokenRepo
 	Schedules() ScheduleRepo
+	SourceControl() SourceControlRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
@@ -256,4 +257,32 @@ type IntegrationRepo interface {
 	AddTicket(ctx context.Context, t *domain.Ticket) error
 	// Tickets lists the tickets of the organization's run executionID, oldest first; nil for none.
 	Tickets(ctx context.Context, orgID, executionID string) ([]domain.Ticket, error)
+}
+
+// SourceControlRepo stores projects' inbound source-control hooks, the deliveries they took (by
+// the host's delivery ID) and the pull-request comments Verdict keeps up to date.
+type SourceControlRepo interface {
+	CreateHook(ctx context.Context, h *domain.Hook) error
+	// GetHook returns the organization's hook of the project; ErrNotFound for another's.
+	GetHook(ctx context.Context, orgID, projectID, id string) (*domain.Hook, error)
+	// FindHook returns the hook by its ID alone, for its public delivery route: the caller
+	// proves it may use it with the hook's secret.
+	FindHook(ctx context.Context, id string) (*domain.Hook, error)
+	// ListHooks lists the organization's hooks of the project, oldest first.
+	ListHooks(ctx context.Context, orgID, projectID string) ([]domain.Hook, error)
+	// DeleteHook removes the organization's hook of the project; ErrNotFound when none.
+	DeleteHook(ctx context.Context, orgID, projectID, id string) error
+	// RecordDelivery records that the hook took the delivery deliveryID; ErrConflict when it
+	// took it before (a conflict does not abort the surrounding transaction).
+	RecordDelivery(ctx context.Context, hookID, deliveryID string, at time.Time) error
+	// ForgetDelivery removes a recorded delivery (its run could not be queued: the host's
+	// redelivery may try again).
+	ForgetDelivery(ctx context.Context, hookID, deliveryID string) error
+	// PruneDeliveries removes the deliveries recorded before before and says how many.
+	PruneDeliveries(ctx context.Context, before time.Time) (int, error)
+	// Comment returns the ID of the comment Verdict keeps on the request (pull or merge
+	// request number) of repository for the project; ErrNotFound when none is known.
+	Comment(ctx context.Context, orgID, projectID, provider, repository string, request int64) (string, error)
+	// PutComment records (or replaces) that comment's ID.
+	PutComment(ctx context.Context, orgID, projectID, provider, repository string, request int64, commentID string, at time.Time) error
 }

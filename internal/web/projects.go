@@ -21,6 +21,8 @@ type projectView struct {
 	Variables                      string // plain KEY=value lines
 	Secrets                        []string
 	Masked                         string
+	// Repository is where the project's runs report commit statuses (owner/name, a GitLab path).
+	Repository string
 }
 
 type envURL struct{ Env, URL string }
@@ -33,6 +35,7 @@ func viewProject(p *domain.Project) projectView {
 			v.Timeout = strconv.Itoa(p.TimeoutSeconds)
 		}
 		v.ReportFolders = strings.Join(p.ReportFolders, "\n")
+		v.Repository = p.Repository
 		var plain []string
 		for _, e := range p.EnvVars {
 			if e.Secret {
@@ -123,6 +126,8 @@ func projectInput(r *http.Request) (executions.ProjectInput, error) {
 		timeout = n
 	}
 	in.TimeoutSeconds = &timeout
+	repo := strings.TrimSpace(r.PostFormValue("repository"))
+	in.Repository = &repo
 	urls := map[string]string{}
 	for _, env := range domain.Environments {
 		urls[env] = strings.TrimSpace(r.PostFormValue("url_" + env))

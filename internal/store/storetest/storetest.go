@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TestsOverview", func(t *testing.T) { testTestsOverview(t, open) })
 	t.Run("Gates", func(t *testing.T) { testGates(t, open) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, open) })
+	t.Run("SourceControl", func(t *testing.T) { testSourceControl(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

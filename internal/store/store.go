@@ -45,6 +45,7 @@ type Store interface {
 	BillingEvents() BillingEventRepo
 	UsageAlerts() UsageAlertRepo
 	RevokedTokens() RevokedTokenRepo
+	Notifications() NotificationRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
@@ -255,4 +256,28 @@ type IntegrationRepo interface {
 	AddTicket(ctx context.Context, t *domain.Ticket) error
 	// Tickets lists the tickets of the organization's run executionID, oldest first; nil for none.
 	Tickets(ctx context.Context, orgID, executionID string) ([]domain.Ticket, error)
+}
+
+// NotificationRepo stores projects' notifications (receivers with sealed URLs and secrets, and
+// their rules) and each one's recent deliveries.
+type NotificationRepo interface {
+	Create(ctx context.Context, n *domain.Notification) error
+	// Get returns the organization's notification id; ErrNotFound when it has none.
+	Get(ctx context.Context, orgID, id string) (*domain.Notification, error)
+	// List lists the notifications of the organization's project, oldest first; nil for none.
+	List(ctx context.Context, orgID, projectID string) ([]domain.Notification, error)
+	// Delete removes the organization's notification id with its deliveries, and reports whether
+	// there was one.
+	Delete(ctx context.Context, orgID, id string) (bool, error)
+	// AddDelivery records d for its notification; ErrConflict when the notification has a
+	// delivery of d.EventID already, ErrNotFound when the notification is gone. Only the newest
+	// keep deliveries of the notification stay.
+	AddDelivery(ctx context.Context, d *domain.Delivery, keep int) error
+	// Delivery returns the organization's delivery id; ErrNotFound when it has none.
+	Delivery(ctx context.Context, orgID, id string) (*domain.Delivery, error)
+	// Deliveries lists the notification's deliveries, newest first, at most limit.
+	Deliveries(ctx context.Context, orgID, notificationID string, limit int) ([]domain.Delivery, error)
+	// UpdateDelivery stores d's outcome (status, status code, duration, attempts, last error and
+	// times); ErrNotFound when it is gone.
+	UpdateDelivery(ctx context.Context, d *domain.Delivery) error
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TestsAtScale", func(t *testing.T) { testTestsAtScale(t, open) })
 	t.Run("TestsOverview", func(t *testing.T) { testTestsOverview(t, open) })
 	t.Run("Gates", func(t *testing.T) { testGates(t, open) })
+	t.Run("Notifications", func(t *testing.T) { testNotifications(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

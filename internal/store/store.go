@@ -159,6 +159,9 @@ type OutboxRepo interface {
 	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying and
 	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
+	// Defer puts a claimed mail back, due at next, without counting its claim as an attempt
+	// (the worker had no room to try it).
+	Defer(ctx context.Context, id string, next time.Time) error
 	Get(ctx context.Context, id string) (*Mail, error)
 	// Backlog counts the e-mails (Kind "") not sent yet and not given up (due or waiting for a
 	// retry).

@@ -124,3 +124,25 @@ func testNotifications(t *testing.T, open Opener) {
 		wantErr(t, "Delivery after its notification's delete", err, store.ErrNotFound)
 	})
 }
+
+// testOutboxDefer covers putting a claimed delivery back: due at the time given, its claim not
+// counted as an attempt; a sent one is not put back.
+func testOutboxDefer(t *testing.T, open Opener) {
+	f := setup(t, open)
+	m := f.mail(base)
+	claimed, err := f.s.Outbox().Claim(f.ctx, base, base.Add(time.Hour), 1)
+	must(t, err)
+	equal(t, "claimed", len(claimed), 1)
+	must(t, f.s.Outbox().Defer(f.ctx, m.ID, base.Add(time.Minute)))
+	got := f.getMail(m.ID)
+	equal(t, "attempts after Defer", got.Attempts, 0)
+	equal(t, "next attempt after Defer", got.NextAttempt, base.Add(time.Minute))
+	none, err := f.s.Outbox().Claim(f.ctx, base.Add(time.Second), base.Add(time.Hour), 1)
+	must(t, err)
+	equal(t, "claimed before it is due again", len(none), 0)
+	again, err := f.s.Outbox().Claim(f.ctx, base.Add(time.Minute), base.Add(time.Hour), 1)
+	must(t, err)
+	equal(t, "claimed once due again", len(again), 1)
+	must(t, f.s.Outbox().MarkSent(f.ctx, m.ID, base.Add(time.Minute)))
+	wantErr(t, "Defer of a sent mail", f.s.Outbox().Defer(f.ctx, m.ID, base.Add(time.Hour)), store.ErrNotFound)
+}

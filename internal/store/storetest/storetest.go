@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("TestsOverview", func(t *testing.T) { testTestsOverview(t, open) })
 	t.Run("Gates", func(t *testing.T) { testGates(t, open) })
 	t.Run("Notifications", func(t *testing.T) { testNotifications(t, open) })
+	t.Run("OutboxDefer", func(t *testing.T) { testOutboxDefer(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -281,6 +281,6 @@ type NotificationRepo interface {
 	// Deliveries lists the notification's deliveries, newest first, at most limit.
 	Deliveries(ctx context.Context, orgID, notificationID string, limit int) ([]domain.Delivery, error)
 	// UpdateDelivery stores d's outcome (status, status code, duration, attempts, last error and
-	// times); ErrNotFound when it is gone.
+	// times, CreatedAt included: a delivery made again is queued anew); ErrNotFound when it is gone.
 	UpdateDelivery(ctx context.Context, d *domain.Delivery) error
 }

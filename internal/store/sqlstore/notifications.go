@@ -126,7 +126,7 @@ func (r notificationRepo) Deliveries(ctx context.Context, orgID, notificationID 
 
 func (r notificationRepo) UpdateDelivery(ctx context.Context, d *domain.Delivery) error {
 	return r.s.execOne(ctx, `UPDATE notification_deliveries SET status = ?, status_code = ?, duration_ms = ?,
-		attempts = ?, last_error = ?, last_attempt_at = ?, delivered_at = ? WHERE organization_id = ? AND id = ?`,
-		d.Status, d.StatusCode, d.DurationMs, d.Attempts, d.LastError, nullMillis(d.LastAttemptAt),
+		attempts = ?, last_error = ?, created_at = ?, last_attempt_at = ?, delivered_at = ? WHERE organization_id = ? AND id = ?`,
+		d.Status, d.StatusCode, d.DurationMs, d.Attempts, d.LastError, millis(d.CreatedAt), nullMillis(d.LastAttemptAt),
 		nullMillis(d.DeliveredAt), d.OrganizationID, d.ID)
 }

@@ -89,6 +89,7 @@ func testNotifications(t *testing.T, open Opener) {
 			CreatedAt: base}, 3), store.ErrNotFound)
 
 		at, code := base.Add(time.Second), 200
+		d.CreatedAt = base.Add(time.Millisecond)
 		d.Status, d.StatusCode, d.DurationMs, d.Attempts, d.LastError, d.LastAttemptAt, d.DeliveredAt =
 			domain.DeliveryDelivered, code, 42, 2, "HTTP 500", &at, &at
 		must(t, repo.UpdateDelivery(f.ctx, d))

@@ -26,6 +26,7 @@ import (
 	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/egress"
+	"verdict/internal/notify"
 	"verdict/internal/executions"
 	"verdict/internal/follow"
 	"verdict/internal/history"
@@ -160,6 +161,7 @@ type wiring struct {
 	plans    *planning.Service
 	// reportURL links a run's report as the execution view does.
 	reportURL func(ctx context.Context, e *domain.Execution) string
+	notify    *notify.Service // run plane: a post-run step, and the notifications' routes
 }
 
 // redisPrefix namespaces this App's Redis keys and channels: Options.RedisPrefix, or "verdict:".

@@ -48,6 +48,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		Analyst:        analyses,
 		Trackers:       trackers,
 		Gates:          a.histories,
+		Notifications:  w.notify,
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

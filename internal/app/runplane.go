@@ -45,8 +45,13 @@ func (w *wiring) runPlane(context.Context) error {
 	outages := &control.Outages{}
 	// The post-run steps, in order, one line each (control.Step); their deliveries go through
 	// the outbox, which the mail worker empties.
+	notifications, err := w.notifications()
+	if err != nil {
+		return err
+	}
 	a.steps = []control.Step{
 		control.Announce{Events: events},
+		notifications,
 	}
 	a.mailer.Deliverers = control.Deliveries(a.steps)
 	a.histories = history.New(history.Deps{Store: st, Clock: clock, Log: log})

@@ -76,8 +76,8 @@ func TestOutboxRetryPolicyByKind(t *testing.T) {
 	})
 }
 
-// A slow receiver does not hold back the others: 40 deliveries to a receiver that takes a second
-// each, then one to a quick receiver, which is made within a second while the slow receiver's
+// A slow receiver does not hold back the others: 24 deliveries to a receiver that takes half a
+// second each, then one to a quick receiver, which is made within a second while the slow receiver's
 // backlog is served at its pace (LaneParallel at once), each delivery once.
 func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
@@ -88,7 +88,7 @@ func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 		var quickAt time.Time
 		deliver := func(_ context.Context, payload string) error {
 			if payload[:4] == "slow" {
-				time.Sleep(time.Second)
+				time.Sleep(500 * time.Millisecond)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -102,7 +102,7 @@ func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 			Deliverers: map[string]func(context.Context, string) error{"step:hook": deliver},
 			Lanes:      map[string]func(string) string{"step:hook": func(p string) string { return p[:4] }}}
 		now := time.Now()
-		for i := range 40 {
+		for i := range 24 {
 			enqueueDelivery(t, st, "step:hook", fmt.Sprintf("slow-%02d", i), now.Add(-time.Minute))
 		}
 		done := make(chan struct{})
@@ -116,18 +116,18 @@ func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 			mu.Lock()
 			n := len(made)
 			mu.Unlock()
-			if n == 41 {
+			if n == 25 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("made %d of 41 deliveries in 30 s", n)
+				t.Fatalf("made %d of 25 deliveries in 30 s", n)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		cancel()
 		<-done
 		delay := quickAt.Sub(enqueued)
-		t.Logf("quick receiver's delivery made %s after its enqueue, behind 40 slow ones", delay)
+		t.Logf("quick receiver's delivery made %s after its enqueue, behind 24 slow ones", delay)
 		if delay > time.Second {
 			t.Errorf("the quick receiver waited %s behind the slow one", delay)
 		}

@@ -66,6 +66,8 @@ type Deps struct {
 	Trackers ports.Trackers
 	// Gates serve a project's gate rules and the compare page; nil: not available.
 	Gates ports.Gates
+	// Notifications serve a project's notifications page; nil: not available.
+	Notifications ports.Notifications
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -92,27 +94,28 @@ type Deps struct {
 
 // Server serves the dashboard.
 type Server struct {
-	outage     *outage.Reporter
-	identity   ports.Identity
-	executions ports.Executions
-	billing    ports.Billing
-	analyst    ports.Analyst
-	testCases  ports.TestCases
-	histories  ports.Histories
-	planner    ports.Planner
-	trackers   ports.Trackers
-	gates      ports.Gates
-	jwt        ports.TokenVerifier
-	csrfKey    []byte
-	secure     bool
-	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
-	executable string
-	limit      func(r *http.Request, bucket string, p *identity.Principal) error
-	tickets    *SocketTickets
-	log        *slog.Logger
-	clock      domain.Clock
-	pages      map[string]*template.Template
-	mux        *http.ServeMux
+	outage        *outage.Reporter
+	identity      ports.Identity
+	executions    ports.Executions
+	billing       ports.Billing
+	analyst       ports.Analyst
+	testCases     ports.TestCases
+	histories     ports.Histories
+	planner       ports.Planner
+	trackers      ports.Trackers
+	gates         ports.Gates
+	notifications ports.Notifications
+	jwt           ports.TokenVerifier
+	csrfKey       []byte
+	secure        bool
+	reportLink    func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	executable    string
+	limit         func(r *http.Request, bucket string, p *identity.Principal) error
+	tickets       *SocketTickets
+	log           *slog.Logger
+	clock         domain.Clock
+	pages         map[string]*template.Template
+	mux           *http.ServeMux
 }
 
 // New builds the dashboard and its routes.
@@ -134,6 +137,7 @@ func New(d Deps) *Server {
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
+	s.notifications = d.Notifications
 	s.routes()
 	return s
 }
@@ -171,6 +175,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /projects/{id}", s.signedIn(s.project))
 	s.mux.HandleFunc("POST /projects/{id}", s.signedIn(s.csrf(s.takes("api", s.updateProject))))
 	s.mux.HandleFunc("POST /projects/{id}/gate", s.signedIn(s.csrf(s.takes("api", s.updateGate))))
+	s.mux.HandleFunc("GET /projects/{id}/notifications", s.signedIn(s.notificationsList))
+	s.mux.HandleFunc("POST /projects/{id}/notifications", s.signedIn(s.csrf(s.takes("strict", s.createNotification))))
+	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/delete", s.signedIn(s.csrf(s.takes("strict", s.deleteNotification))))
+	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/deliveries/{did}/redeliver", s.signedIn(s.csrf(s.takes("strict", s.redeliverNotification))))
 	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only

@@ -61,8 +61,12 @@ type lockedLog struct {
 	b  bytes.Buffer
 }
 
-func (l *lockedLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *lockedLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // A failing run on the engine reaches a Slack, a Teams and a webhook receiver once each, in the
 // shapes they take and signed; members read the notifications and deliveries (hosts only), only

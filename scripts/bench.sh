@@ -15,7 +15,8 @@
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
 # PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
 # to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage,
-# BENCH_HISTORY=0 to skip scripts/bench-history.sh, VERDICT_BIN and BENCH_LOADGEN to use
+# BENCH_HISTORY=0 to skip scripts/bench-history.sh, BENCH_NOTIFY=0 to skip
+# scripts/bench-notify.sh (notifications' delay, and the run drain beside 1,000 slow deliveries), VERDICT_BIN and BENCH_LOADGEN to use
 # prebuilt binaries.
 #
 # Figures depend on the machine and on what else runs on it: the load average is printed with
@@ -273,4 +274,8 @@ fi
 if [[ ${BENCH_HISTORY:-1} != 0 ]]; then
 	echo "== scripts/bench-history.sh"
 	scripts/bench-history.sh
+fi
+if [[ ${BENCH_NOTIFY:-1} != 0 ]]; then
+	echo "== scripts/bench-notify.sh"
+	scripts/bench-notify.sh
 fi

@@ -171,12 +171,13 @@ func (s *Service) raise(ctx context.Context, h happening, list []domain.Notifica
 // enqueue puts d's next attempt in the outbox, due at now. The payload names the delivery
 // ("<organization>/<notification>/<delivery>"), never its receiver.
 func enqueue(ctx context.Context, tx store.Store, d *domain.Delivery, now time.Time) error {
-	return tx.Outbox().Enqueue(ctx, &store.Mail{Kind: OutboxKind, To: []string{}, Text: payload(d), NextAttempt: now,
+	return tx.Outbox().Enqueue(ctx, &store.Mail{Kind: OutboxKind, To: []string{}, Text: Payload(d), NextAttempt: now,
 		CreatedAt: now})
 }
 
-// payload is d's outbox payload, and lane its notification (one receiver).
-func payload(d *domain.Delivery) string {
+// Payload is the outbox payload of delivery d (Deliver makes the delivery it names): its
+// organization, notification and ID, never its receiver.
+func Payload(d *domain.Delivery) string {
 	return d.OrganizationID + "/" + d.NotificationID + "/" + d.ID
 }
 

@@ -233,3 +233,30 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return b.String()
 }
+
+// A delivery the receiver answered 2xx is not made again when its outbox row comes back (the
+// worker's record of it was lost: at least once); the receiver would dedupe it, but it is not
+// even sent.
+func TestDeliveredIsNotMadeAgain(t *testing.T) {
+	f := newFixture(t)
+	hook := notifytest.Webhook(t, "", "0123456789abcdef0123")
+	n := f.add("webhook", hook.URL, "0123456789abcdef0123", "always")
+	if err := f.svc.After(context.Background(), f.finished(domain.ExecPassed), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.drain()
+	ds, err := f.svc.Deliveries(context.Background(), sqlitetest.As(f.admin), f.project.ID, n.ID)
+	if err != nil || len(ds) != 1 || ds[0].Status != "delivered" {
+		t.Fatalf("deliveries: %+v %v", ds, err)
+	}
+	now := time.Now()
+	d := &domain.Delivery{ID: ds[0].ID, OrganizationID: f.org.ID, NotificationID: n.ID}
+	if err := f.st.Outbox().Enqueue(context.Background(), &store.Mail{Kind: notify.OutboxKind, To: []string{},
+		Text: notify.Payload(d), NextAttempt: now, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	f.drain()
+	if n := hook.Attempts(); n != 1 {
+		t.Fatalf("the receiver was called %d times, want once", n)
+	}
+}

@@ -115,7 +115,8 @@ type Worker struct {
 	// at most LaneParallel deliveries in flight, so one slow or dead receiver holds at most
 	// that many of the Parallel slots, and the others' deliveries pass it. A delivery claimed
 	// while its lane is full is put back (Repo.Defer, its attempt not counted), due when the
-	// lane should have room by its recent pace. A kind not named is one lane.
+	// lane should have room by its recent pace (a few are queued in memory behind the lane's
+	// deliveries in flight first). A kind not named is one lane.
 	Lanes  map[string]func(payload string) string
 	Clock  domain.Clock // nil: domain.SystemClock
 	Logger *slog.Logger // nil: discard
@@ -141,6 +142,7 @@ type Worker struct {
 // when the last delivery it put back falls due.
 type lane struct {
 	busy     int
+	queue    []store.Mail  // claimed while the lane was busy, made by its deliveries in flight
 	pace     time.Duration // moving average of an attempt's duration
 	deferred time.Time
 }
@@ -177,14 +179,14 @@ func (w *Worker) Run(ctx context.Context) {
 			if free == 0 {
 				break // a finished delivery wakes the loop
 			}
-			n, err := w.round(ctx, min(free, w.batchSize()))
+			n, progress, err := w.round(ctx, min(free, w.batchSize()))
 			if err != nil {
 				if ctx.Err() == nil {
 					w.logger().Error("mail outbox: claim failed", "error", err)
 				}
 				break
 			}
-			if n < min(free, w.batchSize()) {
+			if n < min(free, w.batchSize()) || !progress {
 				break
 			}
 		}
@@ -202,19 +204,22 @@ func (w *Worker) Run(ctx context.Context) {
 // started. It returns how many it claimed; its error is only a failure to claim.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	w.init()
-	n, err := w.round(ctx, w.batchSize())
+	n, _, err := w.round(ctx, w.batchSize())
 	w.inflight.Wait()
 	return n, err
 }
 
 // round claims up to n due mails, sends the e-mails and starts the deliveries (each in a
-// slot, within its lane).
-func (w *Worker) round(ctx context.Context, n int) (int, error) {
+// slot, within its lane). It reports how many it claimed and whether it made progress: an
+// e-mail sent or a delivery started or queued (a round that only put deliveries back does not
+// claim again before the next tick or wake-up).
+func (w *Worker) round(ctx context.Context, n int) (int, bool, error) {
 	now := w.now()
 	mails, err := w.Repo.Claim(ctx, now, now.Add(w.lease()), n)
 	if err != nil {
-		return 0, fmt.Errorf("mail: claim: %w", err)
+		return 0, false, fmt.Errorf("mail: claim: %w", err)
 	}
+	progress := false
 	for i, m := range mails {
 		if ctx.Err() != nil {
 			w.release(ctx, mails[i:])
@@ -222,43 +227,67 @@ func (w *Worker) round(ctx context.Context, n int) (int, error) {
 		}
 		if m.Kind == "" {
 			w.deliver(ctx, m)
+			progress = true
 			continue
 		}
 		name := w.laneOf(m)
-		if !w.enter(name) {
+		switch w.enter(name, m) {
+		case laneFull:
 			w.putBack(ctx, m, name)
 			continue
+		case laneQueued:
+			progress = true // made by the lane's delivery in flight when it is done
+			continue
 		}
+		progress = true
 		select {
 		case w.slots <- struct{}{}:
 		case <-ctx.Done():
-			w.leave(name, 0)
-			w.release(ctx, mails[i:])
-			return len(mails), nil
+			w.release(ctx, append(w.leave(name, 0, true), m))
+			w.release(ctx, mails[i+1:])
+			return len(mails), progress, nil
 		}
 		w.inflight.Add(1)
 		go func() {
 			defer w.inflight.Done()
-			start := time.Now()
-			w.deliver(ctx, m)
-			w.leave(name, time.Since(start))
+			w.serve(ctx, name, m)
 			<-w.slots
 			w.Notify() // a slot is free: claim again
 		}()
 	}
-	return len(mails), nil
+	return len(mails), progress, nil
 }
 
-// laneOf is the lane of delivery m: its kind and what the kind's Lanes function names.
-func (w *Worker) laneOf(m store.Mail) string {
-	if f := w.Lanes[m.Kind]; f != nil {
-		return m.Kind + "/" + f(m.Text)
+// serve makes m, then the deliveries its lane queued meanwhile, in one place of the lane and
+// one slot; on shutdown it releases what is left queued.
+func (w *Worker) serve(ctx context.Context, name string, m store.Mail) {
+	for {
+		start := time.Now()
+		w.deliver(ctx, m)
+		took := time.Since(start)
+		if ctx.Err() != nil {
+			w.release(ctx, w.leave(name, took, true))
+			return
+		}
+		next, ok := w.next(name, took)
+		if !ok {
+			return
+		}
+		m = next
 	}
-	return m.Kind
 }
 
-// enter takes a place in lane name; false when it is full.
-func (w *Worker) enter(name string) bool {
+// Outcomes of enter.
+const (
+	laneEntered = iota // a place was taken: make it now
+	laneQueued         // the lane is busy: queued, made by one of its deliveries in flight
+	laneFull           // the lane and its queue are full: put it back
+)
+
+// enter takes a place in lane name for m, or queues m behind the lane's deliveries in flight
+// (at most 4 × LaneParallel: claimed and leased, they wait in memory a few of the lane's
+// attempts at most, far within the lease).
+func (w *Worker) enter(name string, m store.Mail) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l := w.lanes[name]
@@ -266,30 +295,61 @@ func (w *Worker) enter(name string) bool {
 		l = &lane{pace: time.Second}
 		w.lanes[name] = l
 	}
-	if l.busy >= w.laneParallel() {
-		return false
+	switch {
+	case l.busy < w.laneParallel():
+		l.busy++
+		return laneEntered
+	case len(l.queue) < 4*w.laneParallel():
+		l.queue = append(l.queue, m)
+		return laneQueued
 	}
-	l.busy++
-	return true
+	return laneFull
 }
 
-// leave gives back a place in lane name after an attempt that took took (0: none made).
-func (w *Worker) leave(name string, took time.Duration) {
+// next is the next delivery lane name queued, after an attempt that took took; false when
+// none is (the place is given back).
+func (w *Worker) next(name string, took time.Duration) (store.Mail, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l := w.lanes[name]
-	l.busy--
+	l.pace = (3*l.pace + took) / 4
+	if len(l.queue) > 0 {
+		m := l.queue[0]
+		l.queue = l.queue[1:]
+		return m, true
+	}
+	w.leaveLocked(name, l)
+	return store.Mail{}, false
+}
+
+// leave gives back a place in lane name after an attempt that took took (0: none made); with
+// all, it also takes the lane's queue, returned for release.
+func (w *Worker) leave(name string, took time.Duration, all bool) []store.Mail {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.lanes[name]
 	if took > 0 {
 		l.pace = (3*l.pace + took) / 4
 	}
-	if l.busy == 0 && l.deferred.Before(w.now()) {
+	var queued []store.Mail
+	if all {
+		queued, l.queue = l.queue, nil
+	}
+	w.leaveLocked(name, l)
+	return queued
+}
+
+func (w *Worker) leaveLocked(name string, l *lane) {
+	l.busy--
+	if l.busy == 0 && len(l.queue) == 0 && l.deferred.Before(w.now()) {
 		delete(w.lanes, name) // an idle lane costs nothing
 	}
 }
 
-// putBack makes m, claimed while its lane was full, due again when the lane should have room:
-// each one put back one lane's pace (divided among its places) after the previous one, so a
-// long backlog of one receiver comes back at the pace it is served, not all at once.
+// putBack makes m, claimed while its lane and its queue were full, due again when the lane
+// should have room: after what is queued and in flight at the lane's pace, and one pace
+// (divided among its places) after the previous one put back, so a long backlog of one
+// receiver comes back at the pace it is served, not all at once.
 func (w *Worker) putBack(ctx context.Context, m store.Mail, name string) {
 	w.mu.Lock()
 	l := w.lanes[name]
@@ -297,12 +357,13 @@ func (w *Worker) putBack(ctx context.Context, m store.Mail, name string) {
 		l = &lane{pace: time.Second}
 		w.lanes[name] = l
 	}
-	now := w.now()
-	next := now
-	if l.deferred.After(now) {
+	places := time.Duration(w.laneParallel())
+	step := max(l.pace/places, 10*time.Millisecond)
+	next := w.now().Add(time.Duration(len(l.queue)+l.busy) * l.pace / places)
+	if l.deferred.After(next) {
 		next = l.deferred
 	}
-	next = next.Add(max(l.pace/time.Duration(w.laneParallel()), 10*time.Millisecond))
+	next = next.Add(step)
 	l.deferred = next
 	w.mu.Unlock()
 	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -471,4 +532,12 @@ func (w *Worker) lease() time.Duration {
 	// Long enough for the whole batch to time out one by one: a mail must not be claimed
 	// by another replica while this one may still be sending it.
 	return w.sendTimeout()*time.Duration(w.batchSize()) + time.Minute
+}
+
+// laneOf is the lane of delivery m: its kind and what the kind's Lanes function names.
+func (w *Worker) laneOf(m store.Mail) string {
+	if f := w.Lanes[m.Kind]; f != nil {
+		return m.Kind + "/" + f(m.Text)
+	}
+	return m.Kind
 }

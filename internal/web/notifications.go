@@ -32,7 +32,7 @@ type notificationRow struct {
 func notificationsPath(projectID string) string { return projectPath(projectID) + "/notifications" }
 
 func (s *Server) notificationsPage(w http.ResponseWriter, r *http.Request, status int, d notificationsData) {
-	if s.notifications == nil {
+	if s.notify == nil {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 		return
 	}
@@ -43,7 +43,7 @@ func (s *Server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 		s.fail(w, r, err)
 		return
 	}
-	list, err := s.notifications.List(r.Context(), p, id)
+	list, err := s.notify.List(r.Context(), p, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -52,7 +52,7 @@ func (s *Server) notificationsPage(w http.ResponseWriter, r *http.Request, statu
 	d.Kinds = []string{"slack", "teams", "webhook"}
 	d.Rules = []string{"failure", "gate_failed", "recovery", "always"}
 	for _, n := range list {
-		ds, err := s.notifications.Deliveries(r.Context(), p, id, n.ID)
+		ds, err := s.notify.Deliveries(r.Context(), p, id, n.ID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -70,13 +70,13 @@ func (s *Server) notificationsList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createNotification(w http.ResponseWriter, r *http.Request) {
-	if s.notifications == nil {
+	if s.notify == nil {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 		return
 	}
 	in := notify.Input{Kind: r.PostFormValue("kind"), URL: r.PostFormValue("url"), On: r.PostForm["on"],
 		Secret: r.PostFormValue("secret")}
-	c, err := s.notifications.Create(r.Context(), stateOf(r).p, r.PathValue("id"), in)
+	c, err := s.notify.Create(r.Context(), stateOf(r).p, r.PathValue("id"), in)
 	if err != nil {
 		fe := s.formErrorOf(r, err)
 		if fe.Status == http.StatusNotFound || fe.Status == http.StatusForbidden {
@@ -93,11 +93,11 @@ func (s *Server) createNotification(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteNotification(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if s.notifications == nil {
+	if s.notify == nil {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 		return
 	}
-	if err := s.notifications.Delete(r.Context(), stateOf(r).p, id, r.PathValue("nid")); err != nil {
+	if err := s.notify.Delete(r.Context(), stateOf(r).p, id, r.PathValue("nid")); err != nil {
 		s.refused(w, r, notificationsPath(id), err)
 		return
 	}
@@ -106,11 +106,11 @@ func (s *Server) deleteNotification(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) redeliverNotification(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if s.notifications == nil {
+	if s.notify == nil {
 		s.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no page at this address.")
 		return
 	}
-	d, err := s.notifications.Redeliver(r.Context(), stateOf(r).p, id, r.PathValue("nid"), r.PathValue("did"))
+	d, err := s.notify.Redeliver(r.Context(), stateOf(r).p, id, r.PathValue("nid"), r.PathValue("did"))
 	if err != nil {
 		s.refused(w, r, notificationsPath(id), err)
 		return

@@ -94,28 +94,28 @@ type Deps struct {
 
 // Server serves the dashboard.
 type Server struct {
-	outage        *outage.Reporter
-	identity      ports.Identity
-	executions    ports.Executions
-	billing       ports.Billing
-	analyst       ports.Analyst
-	testCases     ports.TestCases
-	histories     ports.Histories
-	planner       ports.Planner
-	trackers      ports.Trackers
-	gates         ports.Gates
-	notifications ports.Notifications
-	jwt           ports.TokenVerifier
-	csrfKey       []byte
-	secure        bool
-	reportLink    func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
-	executable    string
-	limit         func(r *http.Request, bucket string, p *identity.Principal) error
-	tickets       *SocketTickets
-	log           *slog.Logger
-	clock         domain.Clock
-	pages         map[string]*template.Template
-	mux           *http.ServeMux
+	outage     *outage.Reporter
+	identity   ports.Identity
+	executions ports.Executions
+	billing    ports.Billing
+	analyst    ports.Analyst
+	testCases  ports.TestCases
+	histories  ports.Histories
+	planner    ports.Planner
+	trackers   ports.Trackers
+	gates      ports.Gates
+	notify     ports.Notifications
+	jwt        ports.TokenVerifier
+	csrfKey    []byte
+	secure     bool
+	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	executable string
+	limit      func(r *http.Request, bucket string, p *identity.Principal) error
+	tickets    *SocketTickets
+	log        *slog.Logger
+	clock      domain.Clock
+	pages      map[string]*template.Template
+	mux        *http.ServeMux
 }
 
 // New builds the dashboard and its routes.
@@ -137,7 +137,7 @@ func New(d Deps) *Server {
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
-	s.notifications = d.Notifications
+	s.notify = d.Notifications
 	s.routes()
 	return s
 }

@@ -179,14 +179,16 @@ func (w *Worker) Run(ctx context.Context) {
 			if free == 0 {
 				break // a finished delivery wakes the loop
 			}
-			n, progress, err := w.round(ctx, min(free, w.batchSize()))
+			n, err := w.round(ctx, min(free, w.batchSize()))
 			if err != nil {
 				if ctx.Err() == nil {
 					w.logger().Error("mail outbox: claim failed", "error", err)
 				}
 				break
 			}
-			if n < min(free, w.batchSize()) || !progress {
+			// A round that only put deliveries back goes on too: a long backlog of one receiver
+			// is put back at its pace in one pass, so what is due behind it is claimed at once.
+			if n < min(free, w.batchSize()) {
 				break
 			}
 		}
@@ -204,22 +206,20 @@ func (w *Worker) Run(ctx context.Context) {
 // started. It returns how many it claimed; its error is only a failure to claim.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	w.init()
-	n, _, err := w.round(ctx, w.batchSize())
+	n, err := w.round(ctx, w.batchSize())
 	w.inflight.Wait()
 	return n, err
 }
 
 // round claims up to n due mails, sends the e-mails and starts the deliveries (each in a
-// slot, within its lane). It reports how many it claimed and whether it made progress: an
-// e-mail sent or a delivery started or queued (a round that only put deliveries back does not
-// claim again before the next tick or wake-up).
-func (w *Worker) round(ctx context.Context, n int) (int, bool, error) {
+// slot, within its lane, or queued behind it, or put back when both are full). It returns how
+// many it claimed.
+func (w *Worker) round(ctx context.Context, n int) (int, error) {
 	now := w.now()
 	mails, err := w.Repo.Claim(ctx, now, now.Add(w.lease()), n)
 	if err != nil {
-		return 0, false, fmt.Errorf("mail: claim: %w", err)
+		return 0, fmt.Errorf("mail: claim: %w", err)
 	}
-	progress := false
 	for i, m := range mails {
 		if ctx.Err() != nil {
 			w.release(ctx, mails[i:])
@@ -227,7 +227,6 @@ func (w *Worker) round(ctx context.Context, n int) (int, bool, error) {
 		}
 		if m.Kind == "" {
 			w.deliver(ctx, m)
-			progress = true
 			continue
 		}
 		name := w.laneOf(m)
@@ -236,16 +235,14 @@ func (w *Worker) round(ctx context.Context, n int) (int, bool, error) {
 			w.putBack(ctx, m, name)
 			continue
 		case laneQueued:
-			progress = true // made by the lane's delivery in flight when it is done
-			continue
+			continue // made by the lane's delivery in flight when it is done
 		}
-		progress = true
 		select {
 		case w.slots <- struct{}{}:
 		case <-ctx.Done():
 			w.release(ctx, append(w.leave(name, 0, true), m))
 			w.release(ctx, mails[i+1:])
-			return len(mails), progress, nil
+			return len(mails), nil
 		}
 		w.inflight.Add(1)
 		go func() {
@@ -255,7 +252,7 @@ func (w *Worker) round(ctx context.Context, n int) (int, bool, error) {
 			w.Notify() // a slot is free: claim again
 		}()
 	}
-	return len(mails), progress, nil
+	return len(mails), nil
 }
 
 // serve makes m, then the deliveries its lane queued meanwhile, in one place of the lane and

@@ -76,9 +76,10 @@ func TestOutboxRetryPolicyByKind(t *testing.T) {
 	})
 }
 
-// A slow receiver does not hold back the others: 24 deliveries to a receiver that takes half a
-// second each, then one to a quick receiver, which is made within a second while the slow receiver's
-// backlog is served at its pace (LaneParallel at once), each delivery once.
+// A slow receiver does not hold back the others: 200 deliveries due to a receiver that takes half
+// a second each, then one to a quick receiver, due after all of them, which is made within a
+// second while the slow receiver's backlog is served at its pace (LaneParallel at once), each
+// delivery once; stopped, the worker leaves the rest due, none made twice.
 func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -102,39 +103,49 @@ func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
 			Deliverers: map[string]func(context.Context, string) error{"step:hook": deliver},
 			Lanes:      map[string]func(string) string{"step:hook": func(p string) string { return p[:4] }}}
 		now := time.Now()
-		for i := range 24 {
-			enqueueDelivery(t, st, "step:hook", fmt.Sprintf("slow-%02d", i), now.Add(-time.Minute))
+		const slow = 200
+		for i := range slow {
+			enqueueDelivery(t, st, "step:hook", fmt.Sprintf("slow-%03d", i), now.Add(-time.Minute))
 		}
 		done := make(chan struct{})
 		go func() { w.Run(ctx); close(done) }()
 		time.Sleep(300 * time.Millisecond) // the slow backlog is being served
 		enqueued := time.Now()
-		enqueueDelivery(t, st, "step:hook", "quick", enqueued)
+		enqueueDelivery(t, st, "step:hook", "quick", enqueued.Add(-time.Second))
 		w.Notify()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			mu.Lock()
-			n := len(made)
+			q := quickAt
 			mu.Unlock()
-			if n == 25 {
+			if !q.IsZero() {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("made %d of 25 deliveries in 30 s", n)
+				t.Fatalf("the quick delivery was not made in 30 s")
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
+		time.Sleep(2 * time.Second) // the slow lane goes on at its pace
 		cancel()
 		<-done
 		delay := quickAt.Sub(enqueued)
-		t.Logf("quick receiver's delivery made %s after its enqueue, behind 24 slow ones", delay)
-		if delay > time.Second {
-			t.Errorf("the quick receiver waited %s behind the slow one", delay)
-		}
+		mu.Lock()
+		slowMade := len(made) - 1
 		for p, n := range made {
 			if n != 1 {
 				t.Errorf("%s made %d times", p, n)
 			}
+		}
+		mu.Unlock()
+		t.Logf("quick receiver's delivery made %s after its enqueue, behind %d slow ones; %d slow ones made meanwhile", delay, slow, slowMade)
+		if delay > time.Second {
+			t.Errorf("the quick receiver waited %s behind the slow one", delay)
+		}
+		// Stopped, the worker left the rest due (released or put back), none lost.
+		left, err := st.Outbox().Claim(context.Background(), time.Now().Add(time.Hour), time.Now().Add(2*time.Hour), 1000)
+		if err != nil || len(left)+slowMade != slow {
+			t.Errorf("after the stop: %d left due, %d made, of %d (%v)", len(left), slowMade, slow, err)
 		}
 	})
 }

@@ -344,9 +344,9 @@ func (w *Worker) leaveLocked(name string, l *lane) {
 }
 
 // putBack makes m, claimed while its lane and its queue were full, due again when the lane
-// should have room: after what is queued and in flight at the lane's pace, and one pace
+// should have room: after what is queued and in flight at the lane's pace, and half a pace
 // (divided among its places) after the previous one put back, so a long backlog of one
-// receiver comes back at the pace it is served, not all at once.
+// receiver comes back about as fast as it is served, not all at once.
 func (w *Worker) putBack(ctx context.Context, m store.Mail, name string) {
 	w.mu.Lock()
 	l := w.lanes[name]
@@ -355,7 +355,9 @@ func (w *Worker) putBack(ctx context.Context, m store.Mail, name string) {
 		w.lanes[name] = l
 	}
 	places := time.Duration(w.laneParallel())
-	step := max(l.pace/places, 10*time.Millisecond)
+	// Twice the lane's pace: those that come due while it is busy wait in its queue, so a
+	// place that frees finds one there rather than idling until the next claim.
+	step := max(l.pace/(2*places), 10*time.Millisecond)
 	next := w.now().Add(time.Duration(len(l.queue)+l.busy) * l.pace / places)
 	if l.deferred.After(next) {
 		next = l.deferred

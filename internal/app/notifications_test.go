@@ -134,9 +134,9 @@ func TestNotificationsEndToEnd(t *testing.T) {
 				t.Fatalf("run: %s", run.raw)
 			}
 			for name, rc := range map[string]*notifytest.Receiver{"slack": slack, "teams": teams, "webhook": hook} {
-				got := waitGot(t, rc, 1, 30*time.Second)
+				waitGot(t, rc, 1, 30*time.Second)
 				time.Sleep(300 * time.Millisecond) // nothing more comes
-				if got = rc.Got(); len(got) != 1 || len(rc.Refused()) != 0 {
+				if got := rc.Got(); len(got) != 1 || len(rc.Refused()) != 0 {
 					t.Fatalf("%s accepted %d messages, refused %q; want one", name, len(got), rc.Refused())
 				}
 			}
@@ -255,9 +255,9 @@ func TestNotificationWebhookOutage(t *testing.T) {
 		}
 		return 200
 	})
-	got := waitGot(t, rc, 2, 90*time.Second)
+	waitGot(t, rc, 2, 90*time.Second)
 	time.Sleep(2 * time.Second) // nothing more comes
-	got = rc.Got()
+	got := rc.Got()
 	seen := map[string]int{}
 	for _, g := range got {
 		seen[g.EventID]++

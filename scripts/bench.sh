@@ -16,7 +16,9 @@
 # PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
 # to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage,
 # BENCH_HISTORY=0 to skip scripts/bench-history.sh, BENCH_SCHEDULES=0 to skip
-# scripts/bench-schedules.sh (the schedules' fire delay), VERDICT_BIN and BENCH_LOADGEN to use
+# scripts/bench-schedules.sh (the schedules' fire delay), BENCH_NOTIFY=0 to skip
+# scripts/bench-notify.sh (notifications' delay, and the run drain beside 1,000 slow
+# deliveries), VERDICT_BIN and BENCH_LOADGEN to use
 # prebuilt binaries.
 #
 # Figures depend on the machine and on what else runs on it: the load average is printed with
@@ -278,4 +280,8 @@ fi
 if [[ ${BENCH_HISTORY:-1} != 0 ]]; then
 	echo "== scripts/bench-history.sh"
 	scripts/bench-history.sh
+fi
+if [[ ${BENCH_NOTIFY:-1} != 0 ]]; then
+	echo "== scripts/bench-notify.sh"
+	scripts/bench-notify.sh
 fi

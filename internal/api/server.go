@@ -50,6 +50,8 @@ type Deps struct {
 	// SourceControl is the source-control service (hosts' tokens, projects' hooks); nil: its
 	// routes answer 503.
 	SourceControl ports.SourceControl
+	// Notifications are the projects' notifications; nil: their routes answer 503.
+	Notifications ports.Notifications
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
@@ -104,6 +106,7 @@ type Server struct {
 	trackers       ports.Trackers
 	gates          ports.Gates
 	scm            ports.SourceControl
+	notifications  ports.Notifications
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -152,7 +155,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{schedules: d.Schedules, observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
-		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, notifications: d.Notifications, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -241,6 +244,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /api/projects/{id}", routeOpts{access: bearerOrKey, limit: "api"}, s.deleteProject)
 	s.handle("GET /api/projects/{id}/gate", routeOpts{access: bearerOrKey, limit: "api"}, s.getGate)
 	s.handle("PUT /api/projects/{id}/gate", routeOpts{access: bearerOrKey, limit: "api"}, s.putGate)
+	s.notificationRoutes()
 
 	cases := routeOpts{access: bearerOrKey, limit: "api"}
 	s.handle("GET /api/test-cases", cases, s.listTestCases)

@@ -33,6 +33,7 @@ import (
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
 	"verdict/internal/metrics"
+	"verdict/internal/notify"
 	"verdict/internal/peerhttp"
 	"verdict/internal/planning"
 	"verdict/internal/ratelimit"
@@ -169,7 +170,8 @@ type wiring struct {
 	// reportURL links a run's report as the execution view does.
 	reportURL func(ctx context.Context, e *domain.Execution) string
 	// scm is the source-control service (run plane: its post-run step and queued hook).
-	scm *scm.Service
+	scm    *scm.Service
+	notify *notify.Service // run plane: a post-run step, and the notifications' routes
 }
 
 // redisPrefix namespaces this App's Redis keys and channels: Options.RedisPrefix, or "verdict:".

@@ -51,9 +51,14 @@ func (w *wiring) runPlane(context.Context) error {
 	execDeps.Queued = w.scm.Queued
 	// The post-run steps, in order, one line each (control.Step); their deliveries go through
 	// the outbox, which the mail worker empties.
+	notifications, err := w.notifications()
+	if err != nil {
+		return err
+	}
 	a.steps = []control.Step{
 		control.Announce{Events: events},
 		w.scm.Step(),
+		notifications,
 	}
 	a.mailer.Deliverers = control.Deliveries(a.steps)
 	a.histories = history.New(history.Deps{Store: st, Clock: clock, Log: log})

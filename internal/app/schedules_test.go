@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"verdict/internal/notify/notifytest"
 	"verdict/internal/testenv"
 )
 
@@ -106,14 +107,16 @@ func TestSchedulesAPI(t *testing.T) {
 // runner and its schedules worker polling every 20 ms on a shared clock that runs ten minutes of
 // a per-minute schedule in steps of 5 s: each due time queues exactly one run, and the runs run
 // the sample suite on the engine. Then the organization's image policy refuses the project's
-// image: the next fire is recorded on the schedule with the reason, and queues nothing.
+// image: the next fire is recorded on the schedule with the reason, queues nothing, and reaches
+// the project's webhook once as a schedule.refused event.
 func TestScheduleFiresOnceOnTwoReplicas(t *testing.T) {
 	testenv.DockerHost(t)
 	dbURL := testenv.PostgresDB(t)
 	clock := testenv.NewClock(time.Date(2026, 6, 1, 9, 59, 50, 0, time.UTC))
 	opts := harnessOpts{dialect: "postgres", databaseURL: dbURL, realClock: true, workers: true, lease: 2 * time.Second,
-		scheduleClock: clock.Now, scheduleInterval: 20 * time.Millisecond}
+		scheduleClock: clock.Now, scheduleInterval: 20 * time.Millisecond, env: map[string]string{"VERDICT_EGRESS_ALLOW": "127.0.0.1"}}
 	a, b := newHarness(t, opts), newHarness(t, opts)
+	hook := notifytest.Webhook(t, "", "whsec_schedule_refusals")
 	admin := a.signup("replicas@example.com", "Schedule Replicas")
 	p := a.do("POST", "/api/projects", bearer(admin.token), map[string]any{"name": "Web", "image": passImage})
 	expect(t, p, 201, "")
@@ -122,6 +125,8 @@ func TestScheduleFiresOnceOnTwoReplicas(t *testing.T) {
 		map[string]any{"name": "Every minute", "cron": "* * * * *", "timezone": "UTC", "labels": map[string]any{"suite": "smoke"}})
 	expect(t, r, 201, "")
 	id := r.str("data", "schedule", "id")
+	expect(t, a.do("POST", "/api/projects/"+project+"/notifications", bearer(admin.token), map[string]any{"kind": "webhook",
+		"url": hook.URL, "on": []any{"failure"}, "secret": "whsec_schedule_refusals"}), 201, "")
 
 	for range 10 * 12 { // 10:00:00 to 10:09:50 in steps of 5 s, each seen by both replicas' polls
 		clock.Advance(5 * time.Second)
@@ -185,5 +190,16 @@ func TestScheduleFiresOnceOnTwoReplicas(t *testing.T) {
 	l := a.do("GET", "/api/executions?limit=100&label=trigger:schedule", bearer(admin.token), nil)
 	if items, _ := l.get("data", "executions").([]any); len(items) != 10 {
 		t.Fatalf("%d scheduled runs after the refusal, want 10", len(items))
+	}
+	// The refusal reaches the project's webhook, once (one replica claimed the fire); the passed
+	// runs, which the rule (failure) does not take, send nothing.
+	var got []notifytest.Received
+	for deadline := time.Now().Add(20 * time.Second); len(got) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		got = hook.Got()
+	}
+	time.Sleep(time.Second) // a second delivery would come now
+	got = hook.Got()
+	if len(got) != 1 || got[0].Event != "schedule.refused" || !strings.Contains(fmt.Sprint(got[0].Body), "Image not allowed") {
+		t.Fatalf("webhook events after the refusal: %+v", got)
 	}
 }

@@ -327,6 +327,9 @@ type Integrations struct {
 	// EgressAllow are the internal hosts, addresses and networks tenants' URLs may reach
 	// (VERDICT_EGRESS_ALLOW, comma-separated; checked by app with internal/egress) [none].
 	EgressAllow []string
+	// NotifyRetryBase is the delay before a failed notification's first retry, doubled after
+	// each failure up to an hour, for a day (VERDICT_NOTIFY_RETRY_BASE, 100ms to 10m) [10s].
+	NotifyRetryBase time.Duration
 }
 
 // mondayVersion is the shape of a Monday.com API version: a year and a month.
@@ -343,6 +346,11 @@ func decodeIntegrations(d *decoder) Integrations {
 	}
 	if !mondayVersion.MatchString(i.MondayAPIVersion) {
 		d.bad("MONDAY_API_VERSION", "want a Monday.com API version such as 2026-07, got %q", i.MondayAPIVersion)
+	}
+	i.NotifyRetryBase = d.duration("VERDICT_NOTIFY_RETRY_BASE", 10*time.Second)
+	if i.NotifyRetryBase < 100*time.Millisecond || i.NotifyRetryBase > 10*time.Minute {
+		d.bad("VERDICT_NOTIFY_RETRY_BASE", "want a duration from 100ms to 10m, got %s", i.NotifyRetryBase)
+		i.NotifyRetryBase = 10 * time.Second
 	}
 	return i
 }

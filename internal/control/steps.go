@@ -32,8 +32,9 @@ type Step interface {
 
 // Deliverer is a Step with deliveries: the outbox worker (mail.Worker, through Deliveries)
 // calls Deliver with each payload After enqueued, from any replica. An error is retried with
-// the outbox's backoff (30 s doubling to an hour, 10 attempts, then given up); a delivery
-// made may be made again if recording it fails (at least once).
+// the outbox's backoff (30 s doubling to an hour, 10 attempts, then given up; or the policy
+// app registers for the step's kind, mail.Worker.Policies), an error marked mail.Permanent is
+// not; a delivery made may be made again if recording it fails (at least once).
 type Deliverer interface {
 	Step
 	Deliver(ctx context.Context, payload string) error

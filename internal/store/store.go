@@ -47,6 +47,7 @@ type Store interface {
 	RevokedTokens() RevokedTokenRepo
 	Schedules() ScheduleRepo
 	SourceControl() SourceControlRepo
+	Notifications() NotificationRepo
 
 	InTx(ctx context.Context, fn func(tx Store) error) error
 	Ping(ctx context.Context) error
@@ -160,6 +161,9 @@ type OutboxRepo interface {
 	// MarkFailed records an attempt's error and when to try again; giveUp stops retrying and
 	// empties HTML and Text.
 	MarkFailed(ctx context.Context, id string, errText string, next time.Time, giveUp bool) error
+	// Defer puts a claimed mail back, due at next, without counting its claim as an attempt
+	// (the worker had no room to try it).
+	Defer(ctx context.Context, id string, next time.Time) error
 	Get(ctx context.Context, id string) (*Mail, error)
 	// Backlog counts the e-mails (Kind "") not sent yet and not given up (due or waiting for a
 	// retry).
@@ -285,4 +289,28 @@ type SourceControlRepo interface {
 	Comment(ctx context.Context, orgID, projectID, provider, repository string, request int64) (string, error)
 	// PutComment records (or replaces) that comment's ID.
 	PutComment(ctx context.Context, orgID, projectID, provider, repository string, request int64, commentID string, at time.Time) error
+}
+
+// NotificationRepo stores projects' notifications (receivers with sealed URLs and secrets, and
+// their rules) and each one's recent deliveries.
+type NotificationRepo interface {
+	Create(ctx context.Context, n *domain.Notification) error
+	// Get returns the organization's notification id; ErrNotFound when it has none.
+	Get(ctx context.Context, orgID, id string) (*domain.Notification, error)
+	// List lists the notifications of the organization's project, oldest first; nil for none.
+	List(ctx context.Context, orgID, projectID string) ([]domain.Notification, error)
+	// Delete removes the organization's notification id with its deliveries, and reports whether
+	// there was one.
+	Delete(ctx context.Context, orgID, id string) (bool, error)
+	// AddDelivery records d for its notification; ErrConflict when the notification has a
+	// delivery of d.EventID already, ErrNotFound when the notification is gone. Only the newest
+	// keep deliveries of the notification stay.
+	AddDelivery(ctx context.Context, d *domain.Delivery, keep int) error
+	// Delivery returns the organization's delivery id; ErrNotFound when it has none.
+	Delivery(ctx context.Context, orgID, id string) (*domain.Delivery, error)
+	// Deliveries lists the notification's deliveries, newest first, at most limit.
+	Deliveries(ctx context.Context, orgID, notificationID string, limit int) ([]domain.Delivery, error)
+	// UpdateDelivery stores d's outcome (status, status code, duration, attempts, last error and
+	// times, CreatedAt included: a delivery made again is queued anew); ErrNotFound when it is gone.
+	UpdateDelivery(ctx context.Context, d *domain.Delivery) error
 }

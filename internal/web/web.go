@@ -68,6 +68,8 @@ type Deps struct {
 	Gates ports.Gates
 	// Schedules serve a project's schedules page; nil: not available.
 	Schedules ports.Schedules
+	// Notifications serve a project's notifications page; nil: not available.
+	Notifications ports.Notifications
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -105,6 +107,7 @@ type Server struct {
 	trackers   ports.Trackers
 	gates      ports.Gates
 	schedules  ports.Schedules
+	notify     ports.Notifications
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -138,6 +141,7 @@ func New(d Deps) *Server {
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
 	s.schedules = d.Schedules
+	s.notify = d.Notifications
 	s.routes()
 	return s
 }
@@ -180,6 +184,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/pause", s.signedIn(s.csrf(s.takes("api", s.setSchedule(false)))))
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/resume", s.signedIn(s.csrf(s.takes("api", s.setSchedule(true)))))
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteSchedule))))
+	s.mux.HandleFunc("GET /projects/{id}/notifications", s.signedIn(s.notificationsList))
+	s.mux.HandleFunc("POST /projects/{id}/notifications", s.signedIn(s.csrf(s.takes("strict", s.createNotification))))
+	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/delete", s.signedIn(s.csrf(s.takes("strict", s.deleteNotification))))
+	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/deliveries/{did}/redeliver", s.signedIn(s.csrf(s.takes("strict", s.redeliverNotification))))
 	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only

@@ -163,6 +163,11 @@ func (r outboxRepo) MarkFailed(ctx context.Context, id string, errText string, n
 	return r.s.execOne(ctx, q+` WHERE id = ?`, errText, millis(next), giveUp, id)
 }
 
+func (r outboxRepo) Defer(ctx context.Context, id string, next time.Time) error {
+	return r.s.execOne(ctx, `UPDATE mail_outbox SET next_attempt = ?, attempts = attempts - 1
+		WHERE id = ? AND sent_at IS NULL AND NOT given_up`, millis(next), id)
+}
+
 func (r outboxRepo) Get(ctx context.Context, id string) (*store.Mail, error) {
 	row, err := get(ctx, r.s, scanMail, `SELECT `+mailColumns+` FROM mail_outbox WHERE id = ?`, id)
 	if err != nil {

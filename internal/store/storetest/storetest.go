@@ -39,6 +39,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Gates", func(t *testing.T) { testGates(t, open) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, open) })
 	t.Run("SourceControl", func(t *testing.T) { testSourceControl(t, open) })
+	t.Run("Notifications", func(t *testing.T) { testNotifications(t, open) })
+	t.Run("OutboxDefer", func(t *testing.T) { testOutboxDefer(t, open) })
 }
 
 // base is the suite's clock: times are whole milliseconds, the precision stores must keep.

@@ -38,7 +38,8 @@ func (w *wiring) frontDoors(context.Context) error {
 	pages := web.New(web.Deps{Outage: away, Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
 		CSRFKey: deriveKey(cfg.Secrets.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.Server.PublicURL, "https://"),
 		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
-		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules})
+		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
+		SourceControl: w.scm})
 	a.API = api.New(api.Deps{
 		Identity:       ids,
 		Executions:     execs,

@@ -68,6 +68,9 @@ type Deps struct {
 	Gates ports.Gates
 	// Schedules serve a project's schedules page; nil: not available.
 	Schedules ports.Schedules
+	// SourceControl serves the GitHub and GitLab part of /settings/integrations and a
+	// project's hooks page; nil: not available.
+	SourceControl ports.SourceControl
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -105,6 +108,7 @@ type Server struct {
 	trackers   ports.Trackers
 	gates      ports.Gates
 	schedules  ports.Schedules
+	scm        ports.SourceControl
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -138,6 +142,7 @@ func New(d Deps) *Server {
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
 	s.schedules = d.Schedules
+	s.scm = d.SourceControl
 	s.routes()
 	return s
 }
@@ -180,6 +185,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/pause", s.signedIn(s.csrf(s.takes("api", s.setSchedule(false)))))
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/resume", s.signedIn(s.csrf(s.takes("api", s.setSchedule(true)))))
 	s.mux.HandleFunc("POST /projects/{id}/schedules/{scheduleId}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteSchedule))))
+	s.mux.HandleFunc("GET /projects/{id}/hooks", s.signedIn(s.hooks))
+	s.mux.HandleFunc("POST /projects/{id}/hooks", s.signedIn(s.csrf(s.takes("api", s.createHook))))
+	s.mux.HandleFunc("POST /projects/{id}/hooks/{hookId}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteHook))))
 	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only
@@ -219,6 +227,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
 	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
 	s.mux.HandleFunc("POST /settings/integrations/{provider}", s.knownTracker(s.signedIn(s.csrf(s.takes("strict", s.saveTracker)))))
+	// GitHub and GitLab: their own forms (a token and an API address), on the same page; the
+	// remove route below serves them too.
+	s.mux.HandleFunc("POST /settings/integrations/github", s.signedIn(s.csrf(s.takes("strict", s.saveSCM(domain.ProviderGitHub)))))
+	s.mux.HandleFunc("POST /settings/integrations/gitlab", s.signedIn(s.csrf(s.takes("strict", s.saveSCM(domain.ProviderGitLab)))))
 	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
 	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

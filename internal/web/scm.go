@@ -17,7 +17,7 @@ import (
 // answers the form creating the hook (never a redirect, a cookie or a URL), as a new API key is.
 // Each action takes from the bucket of its API twin; the service decides the roles.
 
-// scmHost is how the page names a source-control host.
+// scmHosts are the source-control hosts and how the pages name them.
 var scmHosts = []struct{ Provider, Name string }{
 	{domain.ProviderGitHub, "GitHub"},
 	{domain.ProviderGitLab, "GitLab"},

@@ -39,7 +39,8 @@ func (w *wiring) frontDoors(context.Context) error {
 		CSRFKey: deriveKey(cfg.Secrets.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.Server.PublicURL, "https://"),
 		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
-		Notifications: w.notify})
+		Notifications: w.notify,
+		SourceControl: w.scm})
 	a.API = api.New(api.Deps{
 		Identity:       ids,
 		Executions:     execs,

@@ -26,6 +26,9 @@ type integrationsData struct {
 	Trackers    []trackerPanel
 	ReadError   *formError
 	Unavailable bool
+	// SCM are the source-control hosts' panels (scm.go); SCMError the refusal of reading them.
+	SCM      []scmPanel
+	SCMError *formError
 }
 
 // trackerPanel is a tracker's part of the page: its settings and the refusal of its form,
@@ -39,6 +42,7 @@ type trackerPanel struct {
 func (s *Server) integrationsData(r *http.Request) integrationsData {
 	st := stateOf(r)
 	d := integrationsData{Admin: st.p.IsAdmin()}
+	d.SCM, d.SCMError = s.scmPanels(r)
 	if s.trackers == nil {
 		d.Unavailable = true
 		return d
@@ -106,10 +110,14 @@ func (s *Server) saveTracker(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, integrationsPath, t.Name+" settings saved.")
 }
 
-// trackerName is how the page names provider: its tracker's name, else the provider itself.
+// trackerName is how the page names provider: its tracker's or source-control host's name,
+// else the provider itself.
 func trackerName(provider string) string {
 	if t, ok := integrations.Lookup(provider); ok {
 		return t.Name
+	}
+	if name := scmName(provider); name != "" {
+		return name
 	}
 	return provider
 }

@@ -70,6 +70,9 @@ type Deps struct {
 	Schedules ports.Schedules
 	// Notifications serve a project's notifications page; nil: not available.
 	Notifications ports.Notifications
+	// SourceControl serves the GitHub and GitLab part of /settings/integrations and a
+	// project's hooks page; nil: not available.
+	SourceControl ports.SourceControl
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -108,6 +111,7 @@ type Server struct {
 	gates      ports.Gates
 	schedules  ports.Schedules
 	notify     ports.Notifications
+	scm        ports.SourceControl
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -142,6 +146,7 @@ func New(d Deps) *Server {
 	s.gates = d.Gates
 	s.schedules = d.Schedules
 	s.notify = d.Notifications
+	s.scm = d.SourceControl
 	s.routes()
 	return s
 }
@@ -188,6 +193,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /projects/{id}/notifications", s.signedIn(s.csrf(s.takes("strict", s.createNotification))))
 	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/delete", s.signedIn(s.csrf(s.takes("strict", s.deleteNotification))))
 	s.mux.HandleFunc("POST /projects/{id}/notifications/{nid}/deliveries/{did}/redeliver", s.signedIn(s.csrf(s.takes("strict", s.redeliverNotification))))
+	s.mux.HandleFunc("GET /projects/{id}/hooks", s.signedIn(s.hooks))
+	s.mux.HandleFunc("POST /projects/{id}/hooks", s.signedIn(s.csrf(s.takes("api", s.createHook))))
+	s.mux.HandleFunc("POST /projects/{id}/hooks/{hookId}/delete", s.signedIn(s.csrf(s.takes("api", s.deleteHook))))
 	s.mux.HandleFunc("GET /runs/{taskId}/compare", s.signedIn(s.compareRuns))
 	s.mux.HandleFunc("GET /session/socket-token", s.socketToken)
 	// Members (the identity service decides who may do what: the pages show admin controls only
@@ -227,6 +235,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /planner/{id}/delete", s.signedIn(s.csrf(s.takes("api", s.deletePlan))))
 	s.mux.HandleFunc("GET /settings/integrations", s.signedIn(s.integrationsPage))
 	s.mux.HandleFunc("POST /settings/integrations/{provider}", s.knownTracker(s.signedIn(s.csrf(s.takes("strict", s.saveTracker)))))
+	// GitHub and GitLab: their own forms (a token and an API address), on the same page; the
+	// remove route below serves them too.
+	s.mux.HandleFunc("POST /settings/integrations/github", s.signedIn(s.csrf(s.takes("strict", s.saveSCM(domain.ProviderGitHub)))))
+	s.mux.HandleFunc("POST /settings/integrations/gitlab", s.signedIn(s.csrf(s.takes("strict", s.saveSCM(domain.ProviderGitLab)))))
 	s.mux.HandleFunc("POST /settings/integrations/{provider}/remove", s.signedIn(s.csrf(s.takes("strict", s.removeIntegration))))
 	s.mux.HandleFunc("POST /runs/{taskId}/tickets/{provider}", s.signedIn(s.csrf(s.takes("api", s.createTicket))))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

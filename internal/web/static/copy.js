@@ -1,4 +1,5 @@
-// The Copy buttons of the dashboard (the new API key on /settings/api-keys).
+// The Copy buttons of the dashboard (the new API key on /settings/api-keys, a new hook's URL and
+// secret on a project's hooks page).
 //
 // Loaded with <script src> (the CSP allows no inline code): a button with data-copy="<id>"
 // copies the value of the input with that id through the clipboard API, falling back to
@@ -19,10 +20,10 @@
         navigator.clipboard.writeText(input.value).then(function () {
           say('Copied.');
         }, function () {
-          say('Copying failed: the key is selected, copy it with your keyboard.');
+          say('Copying failed: it is selected, copy it with your keyboard.');
         });
       } else {
-        say('The key is selected: copy it with your keyboard.');
+        say('It is selected: copy it with your keyboard.');
       }
     });
   });

@@ -476,6 +476,9 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 // just after its final status (within 30 s), and catches up within a minute when it could not.
 var gateWait = 90 * time.Second
 
+// gatePoll is how often the command asks for the gate while it waits.
+var gatePoll = 500 * time.Millisecond
+
 // awaitGate waits for the gate of e, a finished run of a project without one yet, when its
 // project has gate rules, reading the run again into e; false when the project has rules and
 // the run was not judged within gateWait. A project without rules (or a server without gates)
@@ -504,7 +507,7 @@ func (r *runner) awaitGate(ctx context.Context, e *execution) bool {
 	deadline := time.Now().Add(gateWait)
 	for time.Now().Before(deadline) {
 		select {
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(gatePoll):
 		case <-ctx.Done():
 			return false
 		}

@@ -87,8 +87,8 @@ func (g *gateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // project has rules, and fails (exit 2) when it never comes, unless --ignore-gate; a project
 // without rules is not waited for.
 func TestGateAwaited(t *testing.T) {
-	defer func(d time.Duration) { gateWait = d }(gateWait)
-	gateWait = 2 * time.Second
+	defer func(w, p time.Duration) { gateWait, gatePoll = w, p }(gateWait, gatePoll)
+	gateWait, gatePoll = 400*time.Millisecond, 20*time.Millisecond
 	failed := map[string]any{"status": "failed", "baselineTaskId": nil, "rules": []any{
 		map[string]any{"rule": "minTests", "passed": false, "actual": 2, "threshold": 4, "message": "incomplete run: 2 tests, fewer than the 4 required"}}}
 	on := `{"minTests":4,"maxFailed":null,"minPassRate":null,"noNewFailures":null,"noNewFlaky":null,"maxDurationSeconds":null,"baselineLabels":{}}`

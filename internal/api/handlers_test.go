@@ -171,7 +171,7 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 	"htmlReportUrl":"https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/",
 	"allureReportUrl":null,
 	"artifacts":["https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/"],
-	"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[]`
+	"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false`
 
 const finishedView = finishedItem + `,"tests":[
 	{"name":"logs in","suite":"auth","status":"passed","durationMs":1200,"retries":0},
@@ -203,7 +203,7 @@ const runningItem = `{"taskId":"run-abc","organizationId":"64b7f0c2a1e4d5f6a7b8c
 	"queuedAt":"2026-05-04T09:59:40.000Z","startedAt":"2026-05-04T09:59:50.000Z","finishedAt":null,"durationMs":10000,
 	"triggeredBy":"admin-1","viaApiKey":true,"labels":{},"cancelRequested":false,"runner":"remote:ci-2",
 	"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[]}`
+	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false}`
 
 func TestListExecutionsHandler(t *testing.T) {
 	t.Run("QueryRefusedBeforeTheService", func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"labels":{},"cancelRequested":false,
 		"runner":"","summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"tests":[],"testsNotKept":0,"testsOmitted":0,"analysis":null,
+		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false,"tests":[],"testsNotKept":0,"testsOmitted":0,"analysis":null,
 		"trackerAIssues":[],"trackerBItems":[],"jiraIssues":[],"tickets":[]}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {

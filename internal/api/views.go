@@ -230,6 +230,10 @@ type ExecutionListItem struct {
 	// QuarantinedFailures are the run's failed tests that were quarantined when it ended:
 	// their failures did not decide its status.
 	QuarantinedFailures []QuarantinedFailure `json:"quarantinedFailures"`
+	// TestsRecorded: the run's results are in its tests' histories and its gate is judged. A
+	// finished run is recorded a moment after its final status (within a minute by the
+	// catch-up when the database was away); until then its gate may still be null.
+	TestsRecorded bool `json:"testsRecorded"`
 }
 
 // QuarantinedFailure is a failed test of a run whose failure did not count.
@@ -391,6 +395,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
 		Artifacts: []string{}, Gate: gateView(e.Gate), Pinned: e.Pinned, FilesExpiredAt: tsPtr(e.FilesExpiredAt), QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
+		TestsRecorded: e.TestsRecorded,
 	}
 	for i, q := range e.QuarantinedFailures {
 		item.QuarantinedFailures[i] = QuarantinedFailure{Test: TestRef{ID: q.TestID, Suite: q.Suite, Name: q.Name}, Status: q.Status}

@@ -47,7 +47,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"cancelRequested": e.CancelRequested, "runner": e.RunnerID, "summary": e.Summary, "tests": tests, "analysis": e.Analysis,
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{}, "jiraIssues": []any{}, "tickets": []any{},
-		"quarantinedFailures": []any{},
+		"quarantinedFailures": []any{}, "testsRecorded": e.TestsRecorded,
 		"testsNotKept":        max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 		"pinned": e.Pinned, "filesExpiredAt": legacyTsPtr(e.FilesExpiredAt),
 	}

@@ -36,6 +36,10 @@ func TestTestHistoryAndQuarantine(t *testing.T) {
 				}
 				r := h.waitFor(a, h.queue(a, body), 90*time.Second, final)
 				h.recorded(admin.orgID, r.str("execution", "taskId"))
+				// The run's view says so too.
+				if v := h.do("GET", "/api/executions/"+r.str("execution", "taskId"), a, nil); v.get("execution", "testsRecorded") != true {
+					t.Fatalf("a recorded run's view: %s", v.raw)
+				}
 				return r
 			}
 			main1 := map[string]string{"branch": "main", "commit": "c1"}

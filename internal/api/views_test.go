@@ -48,7 +48,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"reportFolders": nonNil(e.ReportDirs), "reportBytes": e.ReportBytes, "notes": nonNil(e.Notes),
 		"trackerAIssues": []any{}, "trackerBItems": []any{}, "jiraIssues": []any{}, "tickets": []any{},
 		"quarantinedFailures": []any{}, "testsRecorded": e.TestsRecorded,
-		"testsNotKept":        max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
+		"testsNotKept": max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 		"pinned": e.Pinned, "filesExpiredAt": legacyTsPtr(e.FilesExpiredAt),
 	}
 	v["gate"] = nil // these runs' projects have no gate rules

@@ -90,18 +90,8 @@ func (j *Jira) handle(w http.ResponseWriter, r *http.Request) {
 	j.calls = append(j.calls, r.Method+" "+r.URL.Path)
 	mode := j.mode
 	j.mu.Unlock()
-	if mode == Slow {
-		select {
-		case <-time.After(j.Delay):
-		case <-r.Context().Done():
-			return
-		}
-		mode = OK
-	}
-	if mode == Fail500 {
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, "<html><body>upstream exploded</body></html>")
+	mode, ok := failing(w, r, mode, j.Delay)
+	if !ok {
 		return
 	}
 	if a := r.Header.Get("Accept"); !strings.Contains(a, "application/json") {

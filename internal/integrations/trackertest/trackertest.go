@@ -89,19 +89,8 @@ func newServer(t testing.TB, key string, handle func(w http.ResponseWriter, r *h
 		if !ok {
 			return
 		}
-		mode := s.Mode()
-		if mode == Slow {
-			select {
-			case <-time.After(s.Delay):
-			case <-r.Context().Done():
-				return
-			}
-			mode = OK
-		}
-		if mode == Fail500 {
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusInternalServerError)
-			io.WriteString(w, "<html><body>upstream exploded</body></html>")
+		mode, ok := failing(w, r, s.Mode(), s.Delay)
+		if !ok {
 			return
 		}
 		if mode == Malformed {
@@ -114,6 +103,27 @@ func newServer(t testing.TB, key string, handle func(w http.ResponseWriter, r *h
 	s.URL = s.srv.URL + "/graphql"
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// failing answers the modes every fake shares: Slow waits Delay (or until the caller leaves)
+// and then answers as OK, Fail500 answers an HTML 500. It returns the mode to answer in, and
+// false when the request is answered already.
+func failing(w http.ResponseWriter, r *http.Request, mode Mode, delay time.Duration) (Mode, bool) {
+	switch mode {
+	case Slow:
+		select {
+		case <-time.After(delay):
+			return OK, true
+		case <-r.Context().Done():
+			return mode, false
+		}
+	case Fail500:
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "<html><body>upstream exploded</body></html>")
+		return mode, false
+	}
+	return mode, true
 }
 
 // read checks the request as a GraphQL service over HTTP would, records it and decodes it.

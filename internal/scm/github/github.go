@@ -180,15 +180,8 @@ func (hooks) Parse(h http.Header, body []byte) (*host.Event, error) {
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, fmt.Errorf("the push event is not the JSON expected: %w", err)
 		}
-		ev.Repo, ev.Commit = p.Repository.FullName, p.After
-		branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
-		ev.Branch, ev.Target = branch, branch
-		switch {
-		case !isBranch:
-			ev.Skip = "the push is not to a branch (" + p.Ref + ")"
-		case p.Deleted || strings.Trim(p.After, "0") == "":
-			ev.Skip = "the push deleted the branch"
-		}
+		ev.Repo = p.Repository.FullName
+		ev.SetPush(p.Ref, p.After, p.Deleted)
 	case "pull_request":
 		var p struct {
 			Action      string `json:"action"`

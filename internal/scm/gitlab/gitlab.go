@@ -134,15 +134,8 @@ func (hooks) Parse(h http.Header, body []byte) (*host.Event, error) {
 		if err := json.Unmarshal(body, &p); err != nil {
 			return nil, fmt.Errorf("the push event is not the JSON expected: %w", err)
 		}
-		ev.Repo, ev.Commit = p.Project.Path, p.After
-		branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
-		ev.Branch, ev.Target = branch, branch
-		switch {
-		case !isBranch:
-			ev.Skip = "the push is not to a branch (" + p.Ref + ")"
-		case p.CheckoutSHA == nil || strings.Trim(p.After, "0") == "":
-			ev.Skip = "the push deleted the branch"
-		}
+		ev.Repo = p.Project.Path
+		ev.SetPush(p.Ref, p.After, p.CheckoutSHA == nil)
 	case "merge_request":
 		var p struct {
 			Attrs struct {

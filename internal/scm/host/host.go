@@ -279,6 +279,21 @@ func Clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// SetPush fills ev from a push to ref leaving the branch at after (both hosts' push events say
+// so alike): the branch, or why the push queues nothing (not a branch, or the branch deleted:
+// deleted, or an all-zero after).
+func (ev *Event) SetPush(ref, after string, deleted bool) {
+	ev.Commit = after
+	branch, isBranch := strings.CutPrefix(ref, "refs/heads/")
+	ev.Branch, ev.Target = branch, branch
+	switch {
+	case !isBranch:
+		ev.Skip = "the push is not to a branch (" + ref + ")"
+	case deleted || strings.Trim(after, "0") == "":
+		ev.Skip = "the push deleted the branch"
+	}
+}
+
 // CheckEvent checks what an event that queues a run carries, since its values become the run's
 // labels: a repository path, a branch of at most 256 characters without control characters, a
 // commit of 7 to 64 hex digits, a request's number above 0 when it is one.

@@ -378,6 +378,12 @@ func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), 
 	return out, s.mapErr(rows.Err())
 }
 
+// scanString scans a one-column row of text.
+func scanString(sc scanner) (*string, error) {
+	var s string
+	return &s, sc.Scan(&s)
+}
+
 // count runs a SELECT COUNT(*).
 func (s *Store) count(ctx context.Context, query string, args ...any) (int, error) {
 	var n int

@@ -315,10 +315,6 @@ func (r testCaseRepo) Import(ctx context.Context, orgID, projectID string, cases
 type caseKey struct{ suite, title string }
 
 func (r testCaseRepo) FilterOptions(ctx context.Context, orgID, projectID string) (store.TestCaseOptions, error) {
-	scanString := func(sc scanner) (*string, error) {
-		var s string
-		return &s, sc.Scan(&s)
-	}
 	suites, err := list(ctx, r.s, scanString, `SELECT DISTINCT suite FROM test_cases
 		WHERE organization_id = ? AND project_id = ? AND suite <> '' ORDER BY suite`, orgID, projectID)
 	if err != nil {

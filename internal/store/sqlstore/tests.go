@@ -55,8 +55,8 @@ func (s *Store) falseLit() string {
 	return "FALSE"
 }
 
-// recordChunk bounds the rows of one multi-row statement (PostgreSQL takes at most 65535
-// parameters a statement, SQLite 32766; a row takes at most 13).
+// recordChunk bounds the rows of one multi-row statement on SQLite (which takes at most
+// 32,766 parameters; a chunk of 1,000 rows of 18 columns binds 18,000).
 const recordChunk = 1000
 
 // Record writes a run's results in one transaction: the run is marked first (a second Record
@@ -64,9 +64,10 @@ const recordChunk = 1000
 // serialised (an advisory lock of the scope on PostgreSQL, held to the end of the
 // transaction: one lock, where locking each test row would write every row twice; SQLite's
 // write transactions are serialised already), the run's tests are read by name a chunk at a
-// time, the new ones inserted, every test's aggregates updated with one statement a chunk, and
-// the results inserted a chunk a statement: a dozen statements for a run of thousands of
-// tests.
+// time, the outcomes merged into them in memory, the new tests inserted with their
+// aggregates (one write each, not an insert and then an update), the known ones updated, and
+// the results inserted: on PostgreSQL one statement each (tests_pg.go), on SQLite a chunk a
+// statement and a prepared UPDATE a test.
 func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 	run := rr.Run
 	at := run.QueuedAt
@@ -75,6 +76,10 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 	}
 	scope := domain.TestScope(run.ProjectID, run.Image)
 	branch, commit := run.Labels[domain.BranchLabel], run.Labels[domain.CommitLabel]
+	for i := range rr.Outcomes {
+		o := &rr.Outcomes[i]
+		o.TaskID, o.ExecutionID, o.Branch, o.Commit, o.CreatedAt = run.TaskID, run.ID, branch, commit, at
+	}
 	return r.s.inTx(ctx, func(tx *Store) error {
 		res, err := tx.exec(ctx, `UPDATE executions SET tests_recorded = TRUE WHERE id = ? AND tests_recorded = `+tx.falseLit(), run.ID)
 		if err != nil {
@@ -91,22 +96,45 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 				return err
 			}
 		}
-		tests, err := tx.testsByKey(ctx, run.OrganizationID, scope, rr.Outcomes)
+		byKey := tx.testsByKey
+		if tx.d.name == "postgres" {
+			byKey = tx.pgTestsByKey
+		}
+		tests, err := byKey(ctx, run.OrganizationID, scope, rr.Outcomes)
 		if err != nil {
 			return err
 		}
-		if err := tx.insertMissingTests(ctx, run, scope, at, rr.Outcomes, tests); err != nil {
-			return err
+		known := make([]*domain.TrackedTest, 0, len(tests))
+		for _, t := range tests {
+			known = append(known, t)
 		}
-		changed := make([]*domain.TrackedTest, 0, len(rr.Outcomes))
+		var fresh []*domain.TrackedTest
 		for i := range rr.Outcomes {
 			o := &rr.Outcomes[i]
-			t := tests[testKey(o.Suite, o.Name)]
-			o.TestID, o.TaskID, o.ExecutionID, o.Branch, o.Commit, o.CreatedAt = t.ID, run.TaskID, run.ID, branch, commit, at
+			k := testKey(o.Suite, o.Name)
+			t := tests[k]
+			if t == nil {
+				t = &domain.TrackedTest{ID: domain.NewID(), OrganizationID: run.OrganizationID, ProjectID: run.ProjectID,
+					Scope: scope, Suite: o.Suite, Name: o.Name, FirstSeenAt: at, LastSeenAt: at}
+				tests[k] = t
+				fresh = append(fresh, t)
+			}
+			o.TestID = t.ID
 			mergeOutcome(t, o)
-			changed = append(changed, t)
 		}
-		if err := tx.updateTests(ctx, changed); err != nil {
+		if tx.d.name == "postgres" {
+			if err := tx.pgInsertTests(ctx, run.OrganizationID, run.ProjectID, scope, fresh); err != nil {
+				return err
+			}
+			if err := tx.pgUpdateTests(ctx, run.OrganizationID, scope, known); err != nil {
+				return err
+			}
+			return tx.pgInsertResults(ctx, run, rr.Outcomes)
+		}
+		if err := tx.insertTests(ctx, fresh); err != nil {
+			return err
+		}
+		if err := tx.updateTests(ctx, known); err != nil {
 			return err
 		}
 		return tx.insertResults(ctx, run.OrganizationID, rr.Outcomes)
@@ -167,121 +195,69 @@ func (s *Store) testsByKey(ctx context.Context, orgID, scope string, outcomes []
 	return out, nil
 }
 
-// insertMissingTests inserts the tests of outcomes not in tests, and adds them to it. A test
-// another run inserted meanwhile (ON CONFLICT) is read back.
-func (s *Store) insertMissingTests(ctx context.Context, run *domain.Execution, scope string, at time.Time,
-	outcomes []domain.TestOutcome, tests map[string]*domain.TrackedTest) error {
-	var missing []domain.TestOutcome
-	for _, o := range outcomes {
-		k := testKey(o.Suite, o.Name)
-		if tests[k] == nil {
-			tests[k] = &domain.TrackedTest{ID: domain.NewID(), OrganizationID: run.OrganizationID,
-				ProjectID: run.ProjectID, Scope: scope, Suite: o.Suite, Name: o.Name, FirstSeenAt: at, LastSeenAt: at}
-			missing = append(missing, o)
-		}
+// aggregates are the columns a recording writes of a test, in the order of aggregateValues.
+const aggregates = `runs, recent, last_status, pass_rate, flake_rate, flaky, first_seen_at, last_seen_at,
+	last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at`
+
+func aggregateValues(t *domain.TrackedTest) ([]any, error) {
+	recent, err := encodePoints(t.Recent)
+	if err != nil {
+		return nil, err
 	}
-	for start := 0; start < len(missing); start += recordChunk {
-		chunk := missing[start:min(start+recordChunk, len(missing))]
+	rates := domain.Rates(t.Recent)
+	return []any{t.Runs, recent, string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
+		millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
+		t.LastPassedTaskID, zeroMillis(t.LastPassedAt)}, nil
+}
+
+// insertTests inserts new tests with their aggregates on SQLite, a chunk a statement. The scope's lock
+// (or SQLite's one writer) means no other recording inserts them meanwhile; should anything
+// else, the unique index fails this transaction and the recorder's catch-up records the run
+// again.
+func (s *Store) insertTests(ctx context.Context, tests []*domain.TrackedTest) error {
+	for start := 0; start < len(tests); start += recordChunk {
+		chunk := tests[start:min(start+recordChunk, len(tests))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO tests (id, organization_id, project_id, scope, suite, name, first_seen_at, last_seen_at) VALUES `)
-		args := make([]any, 0, 8*len(chunk))
-		for i, o := range chunk {
+		q.WriteString(`INSERT INTO tests (id, organization_id, project_id, scope, suite, name, ` + aggregates + `) VALUES `)
+		args := make([]any, 0, 18*len(chunk))
+		for i, t := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-			t := tests[testKey(o.Suite, o.Name)]
-			args = append(args, t.ID, t.OrganizationID, t.ProjectID, scope, t.Suite, t.Name, millis(at), millis(at))
-		}
-		q.WriteString(` ON CONFLICT (organization_id, scope, suite, name) DO NOTHING`)
-		res, err := s.exec(ctx, q.String(), args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if int(n) < len(chunk) {
-			// Another run of the scope made some of them first (before the lock): read those.
-			found, err := s.testsByKey(ctx, run.OrganizationID, scope, chunk)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			v, err := aggregateValues(t)
 			if err != nil {
 				return err
 			}
-			for k, t := range found {
-				tests[k] = t
-			}
+			args = append(args, t.ID, t.OrganizationID, t.ProjectID, t.Scope, t.Suite, t.Name)
+			args = append(args, v...)
+		}
+		if _, err := s.exec(ctx, q.String(), args...); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// updateTests writes the aggregates of tests: on PostgreSQL an UPDATE from a VALUES list a
-// chunk a statement (one hash join); on SQLite, whose planner may loop over such a list for
-// every row, one prepared UPDATE a test, which in process costs microseconds.
+// updateTests writes the aggregates of tests on SQLite: one prepared UPDATE a test, which in
+// process costs microseconds (its planner may loop over a VALUES list for every row).
 func (s *Store) updateTests(ctx context.Context, tests []*domain.TrackedTest) error {
-	seen := make(map[string]bool, len(tests))
-	uniq := tests[:0:0]
+	const q = `UPDATE tests SET runs = ?, recent = ?, last_status = ?, pass_rate = ?, flake_rate = ?, flaky = ?,
+		first_seen_at = ?, last_seen_at = ?, last_failed_task_id = ?, last_failed_at = ?, last_passed_task_id = ?,
+		last_passed_at = ? WHERE id = ?`
+	stmt, err := s.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return s.mapErr(err)
+	}
+	defer stmt.Close()
+	s.wrote(q)
 	for _, t := range tests {
-		if !seen[t.ID] {
-			seen[t.ID] = true
-			uniq = append(uniq, t)
-		}
-	}
-	values := func(t *domain.TrackedTest) ([]any, error) {
-		recent, err := encodePoints(t.Recent)
+		args, err := aggregateValues(t)
 		if err != nil {
-			return nil, err
-		}
-		rates := domain.Rates(t.Recent)
-		return []any{t.Runs, recent, string(t.LastStatus()), rates.PassRate, rates.FlakeRate, rates.Flaky,
-			millis(t.FirstSeenAt), millis(t.LastSeenAt), t.LastFailedTaskID, zeroMillis(t.LastFailedAt),
-			t.LastPassedTaskID, zeroMillis(t.LastPassedAt), t.ID}, nil
-	}
-	if s.d.name == "sqlite" && s.tx != nil {
-		const q = `UPDATE tests SET runs = ?, recent = ?, last_status = ?, pass_rate = ?, flake_rate = ?, flaky = ?,
-			first_seen_at = ?, last_seen_at = ?, last_failed_task_id = ?, last_failed_at = ?, last_passed_task_id = ?,
-			last_passed_at = ? WHERE id = ?`
-		stmt, err := s.tx.PrepareContext(ctx, q)
-		if err != nil {
-			return s.mapErr(err)
-		}
-		defer stmt.Close()
-		s.wrote(q)
-		for _, t := range uniq {
-			args, err := values(t)
-			if err != nil {
-				return err
-			}
-			if _, err := stmt.ExecContext(ctx, args...); err != nil {
-				return s.mapErr(err)
-			}
-		}
-		return nil
-	}
-	const row = "(CAST(? AS INTEGER), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?, CAST(? AS BIGINT), ?)"
-	for start := 0; start < len(uniq); start += recordChunk {
-		chunk := uniq[start:min(start+recordChunk, len(uniq))]
-		var q strings.Builder
-		q.WriteString(`WITH v (runs, recent, last_status, pass_rate, flake_rate, flaky, first_seen_at, last_seen_at,
-			last_failed_task_id, last_failed_at, last_passed_task_id, last_passed_at, id) AS (VALUES `)
-		args := make([]any, 0, 13*len(chunk))
-		for i, t := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString(row)
-			v, err := values(t)
-			if err != nil {
-				return err
-			}
-			args = append(args, v...)
-		}
-		q.WriteString(`) UPDATE tests SET runs = v.runs, recent = v.recent, last_status = v.last_status,
-			pass_rate = v.pass_rate, flake_rate = v.flake_rate, flaky = v.flaky, first_seen_at = v.first_seen_at,
-			last_seen_at = v.last_seen_at, last_failed_task_id = v.last_failed_task_id, last_failed_at = v.last_failed_at,
-			last_passed_task_id = v.last_passed_task_id, last_passed_at = v.last_passed_at
-			FROM v WHERE tests.id = v.id`)
-		if _, err := s.exec(ctx, q.String(), args...); err != nil {
 			return err
+		}
+		if _, err := stmt.ExecContext(ctx, append(args, t.ID)...); err != nil {
+			return s.mapErr(err)
 		}
 	}
 	return nil
@@ -294,7 +270,7 @@ func zeroMillis(t time.Time) int64 {
 	return millis(t)
 }
 
-// insertResults inserts outcomes, a chunk a statement.
+// insertResults inserts outcomes on SQLite, a chunk a statement.
 func (s *Store) insertResults(ctx context.Context, orgID string, outcomes []domain.TestOutcome) error {
 	for start := 0; start < len(outcomes); start += recordChunk {
 		chunk := outcomes[start:min(start+recordChunk, len(outcomes))]

@@ -29,7 +29,19 @@ func openMigrated(t testing.TB, databaseURL, dataDir string) *Store {
 	return s
 }
 
-func testSQLite(t testing.TB) *Store { return openMigrated(t, "", t.TempDir()) }
+// testSQLite opens the store on a copy of a migrated SQLite database.
+func testSQLite(t testing.TB) *Store {
+	dir := t.TempDir()
+	testenv.MigratedSQLite(t, dir, func(dir string) error {
+		s, err := Open(context.Background(), "", dir)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return s.Migrate(context.Background())
+	})
+	return openMigrated(t, "", dir)
+}
 
 func testPostgres(t testing.TB) *Store { return openMigrated(t, testenv.PostgresDB(t), "") }
 

@@ -16,14 +16,25 @@ import (
 	"verdict/internal/identity"
 	"verdict/internal/store"
 	"verdict/internal/store/sqlstore"
+	"verdict/internal/testenv"
 )
 
-// Open opens the real store on a new SQLite file in the test's temporary folder, migrated,
-// with the mail outbox sealed by a key of its own. It is closed when the test ends.
+// Open opens the real store on a new SQLite file in the test's temporary folder, migrated (a
+// copy of a database migrated once a test process), with the mail outbox sealed by a key of
+// its own. It is closed when the test ends.
 func Open(t testing.TB) *sqlstore.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, "", t.TempDir())
+	dir := t.TempDir()
+	testenv.MigratedSQLite(t, dir, func(dir string) error {
+		st, err := sqlstore.Open(ctx, "", dir)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return st.Migrate(ctx)
+	})
+	st, err := sqlstore.Open(ctx, "", dir)
 	if err != nil {
 		t.Fatal(err)
 	}

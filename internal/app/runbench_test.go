@@ -347,9 +347,9 @@ func BenchmarkRunDrain(b *testing.B) {
 	n := envInt(b, "VERDICT_BENCH_DRAIN_RUNS", 100)
 	var vTotals, dTotals, postSecs []float64
 	var vPhases, dPhases phaseSet
-	// busy: the sum over runs of the time each held a slot (claim → container exit for Verdict,
-	// whose runner collects reports after freeing the slot; exec → exit for the CLI); divided by
-	// slots × wall time it tells how full the slots were.
+	// busy: the sum over runs of the time each one's suite had a slot (claim → container exit
+	// for Verdict, whose runner then collects the reports in the same slot; exec → exit for the
+	// CLI); divided by slots × wall time it tells how much of the slots the suites used.
 	var vBusy, dBusy time.Duration
 	var copies []float64
 	var vCPU, dCPU hostCPU

@@ -60,13 +60,13 @@ func setAnalysis(t *testing.T, f *runnerFixture, on bool) {
 }
 
 // A failed run of an organization with analysis on goes RUNNING → ANALYZING (its outcome
-// recorded, not yet finished) → FAILED with the analysis. While it is analysed it holds no slot
-// and no collector: the next run is carried out and settled meanwhile. With analysis off, or a
+// recorded, not yet finished) → FAILED with the analysis. While it is analysed it holds no
+// runner slot: the next run is carried out and settled meanwhile. With analysis off, or a
 // passed run, there is no analysis step.
 func TestPostRunChainAnalysesFailedRuns(t *testing.T) {
 	b := newFakeBackend(reportFiles)
 	b.autoExit, b.exitCode = true, 1
-	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1)
 	analyst := newStubAnalyst("a")
 	f.plane.Analyst = analyst
 	setAnalysis(t, f, true)

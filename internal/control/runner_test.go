@@ -193,7 +193,7 @@ type runnerFixture struct {
 	queued  int
 }
 
-func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, collectors int) *runnerFixture {
+func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots int) *runnerFixture {
 	t.Helper()
 	ctx := context.Background()
 	st, reports := openStores(t)
@@ -207,7 +207,7 @@ func newRunnerFixture(t *testing.T, b *fakeBackend, plan domain.Plan, slots, col
 	log := slog.New(slog.DiscardHandler)
 	plane := &Plane{Store: st, Reports: reports, ReportDir: reports.LocalDir, Events: noEvents{}, Clock: domain.SystemClock, Log: log}
 	r := &run.Runner{ID: "test-runner", Peer: plane.Peer("test-runner"), Backend: b, Clock: domain.SystemClock, Log: log,
-		Slots: slots, Collectors: collectors,
+		Slots: slots,
 		// Short leases, renewed often: a run in collection must keep its lease while the
 		// reaper sweeps. Polling once an hour: only wake-ups may start runs.
 		Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond, Poll: time.Hour}
@@ -297,32 +297,31 @@ var reportFiles = map[string]string{
 	"tests/a.spec.ts":              "test('a')",
 }
 
-// A run's slot is freed as its container exits: the next run starts while the first is still
-// RUNNING (lease renewed past several lease lengths, the reaper sweeping) until its reports
-// are in, which one copy of /app brought. Collections are bounded: with every collector busy,
-// a run that exited keeps its slot and no further run starts.
-func TestRunnerFreesTheSlotAtExit(t *testing.T) {
+// A run keeps its slot through its reports' collection: with one slot, the next run does not
+// start while the first collects (RUNNING, its lease renewed past several lease lengths, the
+// reaper sweeping), and starts once the first is final. So the runs a runner has RUNNING are
+// never more than its slots. Each run's reports came from one copy of /app.
+func TestRunnerKeepsTheSlotThroughCollection(t *testing.T) {
 	b := newFakeBackend(reportFiles)
 	b.autoExit = true
 	b.gate = make(chan struct{})
-	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1)
 
 	f.queue("a")
 	f.queue("b")
-	f.queue("c")
-	f.eventually("run b's container to start while a collects", f.started(2))
-	if got := f.b.startedIDs(); !slices.Equal(got, []string{"a", "b"}) {
-		t.Fatalf("started %v", got)
-	}
-	// b exited too and waits for a's collector, holding the only slot: c must not start.
-	f.never("run c started with the slot and the collector both taken", f.started(3))
+	f.eventually("run a to be copied", func() bool { return len(f.b.copiesOf("a")) == 1 })
+	f.never("run b started while run a, in collection, held the only slot", f.started(2))
 	time.Sleep(3 * f.r.Lease / 2) // past a's first lease: only renewals keep it
 	if e := f.get("a"); e.Status != domain.ExecRunning {
 		t.Fatalf("run a in collection is %s, want RUNNING", e.Status)
 	}
 
 	close(b.gate)
-	for _, task := range []string{"a", "b", "c"} {
+	f.eventually("run b to start once run a is final", f.started(2))
+	if e := f.get("a"); !e.Status.Final() {
+		t.Fatalf("run b started before run a was final (%s)", e.Status)
+	}
+	for _, task := range []string{"a", "b"} {
 		f.eventually("run "+task+" to finish", func() bool { return f.get(task).Status.Final() })
 		e := f.get(task)
 		if e.Status != domain.ExecPassed || e.Summary.Total != 1 || !slices.Equal(e.ReportDirs, []string{"playwright-report", "junit"}) {
@@ -349,7 +348,7 @@ func TestRunnerOrgLimitCountsRunsInCollection(t *testing.T) {
 	b := newFakeBackend(reportFiles)
 	b.autoExit = true
 	b.gate = make(chan struct{})
-	f := newRunnerFixture(t, b, domain.PlanFree, 3, 3)
+	f := newRunnerFixture(t, b, domain.PlanFree, 3)
 
 	f.queue("a")
 	f.queue("b")
@@ -375,7 +374,7 @@ func TestRunnerBigAppFallsBackToFolders(t *testing.T) {
 	files["allure-results/r.json"] = "{}"                 // before the big file: met in the copy of /app
 	b := newFakeBackend(files)
 	b.autoExit = true
-	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1)
 
 	f.queue("a")
 	f.eventually("run a to finish", func() bool { return f.get("a").Status.Final() })
@@ -401,7 +400,7 @@ func TestRunnerBigAppFallsBackToFolders(t *testing.T) {
 func TestRunnerRefusesAMalformedCommand(t *testing.T) {
 	b := newFakeBackend(reportFiles)
 	b.autoExit = true
-	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1, 1)
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1)
 	e := &domain.Execution{ID: domain.NewID(), OrganizationID: f.org.ID, TaskID: "bad", Image: "suite:pass",
 		Command: `pytest -k "not slow`, Folder: "all", TimeoutSeconds: 60, Status: domain.ExecPending, QueuedAt: time.Now()}
 	if err := f.st.Executions().Create(f.ctx, e); err != nil {

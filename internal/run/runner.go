@@ -18,23 +18,19 @@ import (
 // it has to report about a run (its container, log lines, reports, final status) it keeps
 // while the control plane cannot be reached, and delivers when it is back (deliver).
 //
-// A run holds a slot while its container runs. Once the container has exited, its reports are
-// collected and uploaded, the container removed and the run ended (Peer.Done) by one of
-// Collectors, and the slot goes to the next run at once. The run stays RUNNING (its lease
-// renewed, cancels heard) until Done returns, so it still counts against its organization's
-// maxConcurrentRuns, which the control plane counts from RUNNING runs: the limit stays exact
-// while the runner's own capacity is Slots containers plus Collectors collections.
+// A run holds a slot from its claim until its outcome goes to the control plane (Peer.Done):
+// its container and the collection of its reports included. Done writes the run's next status
+// at once (ANALYZING while the control plane explains it, or its final status), so the runs a
+// runner has RUNNING are never more than its slots, and the runs list, the runners list and
+// the organizations' maxConcurrentRuns (which counts RUNNING and ANALYZING runs) agree.
 type Runner struct {
-	ID      string
-	Peer    Peer // the control plane
-	Backend Backend
-	Clock   domain.Clock
-	Log     *slog.Logger
-	Slots   int
-	// Collectors bounds the runs collecting reports at once [Slots]; a run whose container
-	// exited waits for one while keeping its slot, so collections cannot pile up.
-	Collectors int
-	Resources  Resources
+	ID        string
+	Peer      Peer // the control plane
+	Backend   Backend
+	Clock     domain.Clock
+	Log       *slog.Logger
+	Slots     int
+	Resources Resources
 
 	Lease     time.Duration // how long a claim lasts without a heartbeat [30s]
 	Heartbeat time.Duration // how often the lease is renewed and cancels are looked for [Lease/3]
@@ -68,9 +64,6 @@ func (r *Runner) init() {
 		}
 		if r.Slots <= 0 {
 			r.Slots = 2
-		}
-		if r.Collectors <= 0 {
-			r.Collectors = r.Slots
 		}
 		if r.Log == nil {
 			r.Log = slog.Default()
@@ -109,7 +102,6 @@ func (r *Runner) Cancel(executionID string) {
 func (r *Runner) Run(ctx context.Context) {
 	r.init()
 	slots := make(chan struct{}, r.Slots)
-	collectors := make(chan struct{}, r.Collectors)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	poll := time.NewTicker(r.Poll)
@@ -143,54 +135,20 @@ func (r *Runner) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := &lane{slots: slots, collectors: collectors, notify: r.Notify, slot: true}
-			defer l.release()
-			r.execute(ctx, w, l)
+			// The slot is given back when the run's outcome goes to the control plane (or the
+			// run ends sooner); that wakes the claimer. Its end wakes it again: a finished run
+			// frees its organization's place.
+			release := sync.OnceFunc(func() { <-slots; r.Notify() })
+			defer r.Notify()
+			defer release()
+			r.execute(ctx, w, release)
 		}()
 	}
 }
 
-// lane is one run's hold on the runner: its slot until the container exits, then a collector
-// until the final status is written. Each release wakes the claimer: a freed slot can take a
-// run, and a finished run frees its organization's place.
-type lane struct {
-	slots, collectors chan struct{}
-	notify            func()
-	slot, collector   bool
-}
-
-// exited trades the slot for a collector, waiting for one with the slot still held.
-func (l *lane) exited() {
-	l.collectors <- struct{}{}
-	l.collector = true
-	l.slot = false
-	<-l.slots
-	l.notify()
-}
-
-// collected gives the collector back once the reports are in: what follows (analysis) may
-// take long and must not keep other runs' reports waiting.
-func (l *lane) collected() {
-	if l.collector {
-		<-l.collectors
-		l.collector = false
-		l.notify()
-	}
-}
-
-func (l *lane) release() {
-	if l.slot {
-		<-l.slots
-	}
-	if l.collector {
-		<-l.collectors
-	}
-	l.notify()
-}
-
-// execute carries out one claimed run from start to its final status, holding l's slot until
-// its container is no longer running and a collector until its reports are in.
-func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
+// execute carries out one claimed run from start to its final status, calling release once its
+// reports are in.
+func (r *Runner) execute(parent context.Context, w *Work, release func()) {
 	log := r.Log.With("org", w.OrganizationID, "task", w.TaskID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
@@ -215,11 +173,11 @@ func (r *Runner) execute(parent context.Context, w *Work, l *lane) {
 	defer stopLease()
 	go r.keepLease(alive, func(cause error) { cancel(cause); lose(cause) }, cancel, w, log)
 
-	res := r.carryOut(ctx, c, w, log, l.exited)
+	res := r.carryOut(ctx, c, w, log)
 	res.FinishedAt = r.Clock()
-	l.collected()
-	// The post-run chain (analysis, the final write) is the control plane's; the run holds
-	// no slot and no collector meanwhile, only its lease. Every log line is stored by now.
+	release()
+	// The post-run chain (analysis, the final write) is the control plane's, within Done; the
+	// run holds no slot meanwhile, only its lease. Every log line is stored by now.
 	err := r.deliver(c, log, "settling the run", func() error { return r.Peer.Done(ctx, w.ID, res) })
 	switch {
 	case errors.Is(err, ErrLeaseLost):
@@ -278,7 +236,7 @@ func (r *Runner) keepLease(ctx context.Context, lost, cancel context.CancelCause
 
 // carryOut runs the container and works out the result. It never returns without a status,
 // nor before every log line it read is stored (or the run is no longer the runner's).
-func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logger, exited func()) Result {
+func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logger) Result {
 	fail := func(format string, args ...any) Result {
 		return Result{Status: domain.ExecError, Error: fmt.Sprintf(format, args...)}
 	}
@@ -366,7 +324,6 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 			ended = &f
 		}
 	}
-	exited()
 	awaitLogs(logsDone, d, stopLogs, log)
 
 	// Reports are kept for every run that got as far as a container, even a cancelled one.

@@ -60,9 +60,9 @@ func setAnalysis(t *testing.T, f *runnerFixture, on bool) {
 }
 
 // A failed run of an organization with analysis on goes RUNNING → ANALYZING (its outcome
-// recorded, not yet finished) → FAILED with the analysis. While it is analysed it holds no
-// runner slot: the next run is carried out and settled meanwhile. With analysis off, or a
-// passed run, there is no analysis step.
+// recorded, not yet finished) → FAILED with the analysis. While it is analysed it keeps its
+// runner slot: with one slot, the next run waits PENDING until the first is settled. With
+// analysis off, or a passed run, there is no analysis step.
 func TestPostRunChainAnalysesFailedRuns(t *testing.T) {
 	b := newFakeBackend(reportFiles)
 	b.autoExit, b.exitCode = true, 1
@@ -77,12 +77,9 @@ func TestPostRunChainAnalysesFailedRuns(t *testing.T) {
 		t.Fatalf("ANALYZING run a: exit %v, summary %+v, finished %v, analysis %v", e.ExitCode, e.Summary, e.FinishedAt, e.Analysis)
 	}
 	f.queue("b")
-	f.eventually("run b to be settled while a is analysed", func() bool { return f.get("b").Status.Final() })
-	if e := f.get("b"); e.Status != domain.ExecFailed || e.Analysis == nil || e.Analysis.Summary != "explained b" {
-		t.Fatalf("run b: %s, analysis %+v", e.Status, e.Analysis)
-	}
-	if e := f.get("a"); e.Status != domain.ExecAnalyzing {
-		t.Fatalf("run a is %s while its analysis is held", e.Status)
+	f.never("run b started while run a, analysed, held the only slot", f.started(2))
+	if e := f.get("b"); e.Status != domain.ExecPending {
+		t.Fatalf("run b is %s while run a is analysed", e.Status)
 	}
 	got, _ := analyst.got("a")
 	if got.Status != domain.ExecFailed || got.ExitCode == nil || *got.ExitCode != 1 || len(got.Tests) != 1 || got.FinishedAt == nil {
@@ -92,6 +89,10 @@ func TestPostRunChainAnalysesFailedRuns(t *testing.T) {
 	f.eventually("run a to be FAILED", func() bool { return f.get("a").Status.Final() })
 	if e := f.get("a"); e.Status != domain.ExecFailed || e.Analysis == nil || e.Analysis.Summary != "explained a" || e.FinishedAt == nil {
 		t.Fatalf("run a: %s, analysis %+v", e.Status, e.Analysis)
+	}
+	f.eventually("run b to be settled once run a is", func() bool { return f.get("b").Status.Final() })
+	if e := f.get("b"); e.Status != domain.ExecFailed || e.Analysis == nil || e.Analysis.Summary != "explained b" {
+		t.Fatalf("run b: %s, analysis %+v", e.Status, e.Analysis)
 	}
 
 	setAnalysis(t, f, false)

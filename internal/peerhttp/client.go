@@ -59,7 +59,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	leases map[string]time.Time // by run: when the lease runs out, as of the last renewal
-	ending map[string]bool      // runs being settled (Done): no longer counted as busy
+	ending map[string]bool      // runs being settled (Done): no longer asked about cancels
 }
 
 // NewClient checks d and builds the client.
@@ -160,8 +160,13 @@ func (c *Client) call(ctx context.Context, path, contentType string, body io.Rea
 	req.Header.Set(HeaderSlots, c.slots)
 	req.Header.Set(HeaderBackend, c.backend)
 	req.Header.Set(HeaderInstance, c.instance)
+	// Every run held counts, those being settled too (the runner keeps their slots until
+	// settled), but for a Done request's own run: the answer settles it.
 	c.mu.Lock()
-	busy := len(c.leases) - len(c.ending)
+	busy := len(c.leases)
+	if id, ok := ctx.Value(settlingKey{}).(string); ok && c.ending[id] {
+		busy--
+	}
 	c.mu.Unlock()
 	req.Header.Set(HeaderBusy, strconv.Itoa(busy))
 	req.Header.Set("Content-Type", contentType)
@@ -393,6 +398,9 @@ func (c *Client) Upload(ctx context.Context, id string, archive io.Reader) (run.
 	return j.reports(), nil
 }
 
+// settlingKey marks a Done request's context with its run's ID.
+type settlingKey struct{}
+
 // doneTime bounds Done: the post-run chain's analysis (90 s) and writes.
 const doneTime = 5 * time.Minute
 
@@ -400,7 +408,7 @@ const doneTime = 5 * time.Minute
 // within doneTime. When the server could not be reached (run.ErrUnavailable) the run stays
 // held, its lease renewed, for the runner's next Done.
 func (c *Client) Done(ctx context.Context, id string, res run.Result) error {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), doneTime)
+	dctx, cancel := context.WithTimeout(context.WithValue(context.WithoutCancel(ctx), settlingKey{}, id), doneTime)
 	defer cancel()
 	c.mu.Lock()
 	if _, held := c.leases[id]; held {

@@ -29,6 +29,9 @@ type fakePeer struct {
 	logs     []string
 	uploaded string
 	done     *run.Result
+	// settle, when set, holds Done until closed (the post-run chain at work); settling is
+	// closed when Done begins.
+	settle, settling chan struct{}
 }
 
 func (p *fakePeer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
@@ -66,6 +69,10 @@ func (p *fakePeer) Upload(ctx context.Context, id string, archive io.Reader) (ru
 }
 
 func (p *fakePeer) Done(ctx context.Context, id string, res run.Result) error {
+	if p.settle != nil {
+		close(p.settling)
+		<-p.settle
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done = &res
@@ -84,6 +91,41 @@ func newClient(t *testing.T, url string) *Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A run being settled (the server's post-run chain at work inside Done) still holds its slot:
+// the runner's other calls meanwhile count it busy; the next call after Done does not.
+func TestRunBeingSettledCountsBusy(t *testing.T) {
+	peer := &fakePeer{settle: make(chan struct{}), settling: make(chan struct{})}
+	s := newServer(t, peer)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	release := sync.OnceFunc(func() { close(peer.settle) })
+	defer release() // before the server closes, should the test fail first
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+	if w, err := c.Next(ctx, 30*time.Second); err != nil || w == nil {
+		t.Fatalf("next: %+v %v", w, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Done(ctx, "r1", run.Result{Status: domain.ExecPassed}) }()
+	<-peer.settling
+	if _, err := c.Extend(ctx, "r1", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.Runners(ctx); err != nil || len(list) != 1 || list[0].Busy != 1 {
+		t.Fatalf("runners while a run is settled: %+v %v, want it busy with that run", list, err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.Runners(ctx); err != nil || len(list) != 1 || list[0].Busy != 0 {
+		t.Fatalf("runners once settled: %+v %v", list, err)
+	}
 }
 
 func TestRoundTrip(t *testing.T) {

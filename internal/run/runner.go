@@ -18,11 +18,11 @@ import (
 // it has to report about a run (its container, log lines, reports, final status) it keeps
 // while the control plane cannot be reached, and delivers when it is back (deliver).
 //
-// A run holds a slot from its claim until its outcome goes to the control plane (Peer.Done):
-// its container and the collection of its reports included. Done writes the run's next status
-// at once (ANALYZING while the control plane explains it, or its final status), so the runs a
-// runner has RUNNING are never more than its slots, and the runs list, the runners list and
-// the organizations' maxConcurrentRuns (which counts RUNNING and ANALYZING runs) agree.
+// A run holds a slot from its claim until it is settled (Peer.Done returned): its container,
+// the collection of its reports and the control plane's post-run chain (analysis) included.
+// So a runner's runs that are RUNNING or ANALYZING are never more than its slots, and the
+// runners list, the runs list and the organizations' maxConcurrentRuns (which counts RUNNING
+// and ANALYZING runs) always agree.
 type Runner struct {
 	ID        string
 	Peer      Peer // the control plane
@@ -135,20 +135,16 @@ func (r *Runner) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// The slot is given back when the run's outcome goes to the control plane (or the
-			// run ends sooner); that wakes the claimer. Its end wakes it again: a finished run
-			// frees its organization's place.
-			release := sync.OnceFunc(func() { <-slots; r.Notify() })
-			defer r.Notify()
-			defer release()
-			r.execute(ctx, w, release)
+			// The slot is given back once the run is settled; that wakes the claimer, and a
+			// finished run frees its organization's place too.
+			defer func() { <-slots; r.Notify() }()
+			r.execute(ctx, w)
 		}()
 	}
 }
 
-// execute carries out one claimed run from start to its final status, calling release once its
-// reports are in.
-func (r *Runner) execute(parent context.Context, w *Work, release func()) {
+// execute carries out one claimed run from start to its final status.
+func (r *Runner) execute(parent context.Context, w *Work) {
 	log := r.Log.With("org", w.OrganizationID, "task", w.TaskID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
@@ -175,9 +171,8 @@ func (r *Runner) execute(parent context.Context, w *Work, release func()) {
 
 	res := r.carryOut(ctx, c, w, log)
 	res.FinishedAt = r.Clock()
-	release()
-	// The post-run chain (analysis, the final write) is the control plane's, within Done; the
-	// run holds no slot meanwhile, only its lease. Every log line is stored by now.
+	// The post-run chain (analysis, the final write) is the control plane's, within Done.
+	// Every log line is stored by now.
 	err := r.deliver(c, log, "settling the run", func() error { return r.Peer.Done(ctx, w.ID, res) })
 	switch {
 	case errors.Is(err, ErrLeaseLost):

@@ -95,6 +95,22 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	_, _ = w.Write(buf.Bytes())
 }
 
+// renderPart answers one template of a page (part), for a script to swap into the page.
+func (s *Server) renderPart(w http.ResponseWriter, r *http.Request, name, part string, data any) {
+	st := stateOf(r)
+	var buf bytes.Buffer
+	err := s.pages[name].ExecuteTemplate(&buf, part, page{User: st.user, Org: st.org, CSRF: st.csrf, Nav: name,
+		CanWrite: st.p != nil && st.p.CanWrite(), Data: data})
+	if err != nil {
+		s.log.Error("rendering a part of a page", "page", name, "part", part, "err", err)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
 type errorData struct {
 	Heading, Message string
 	Status           int

@@ -170,6 +170,50 @@ type runRow struct {
 	Status                          domain.ExecStatus
 	Duration                        string
 	QueuedAt                        time.Time
+	Tests                           *testsBar // nil: the run reported no tests (yet)
+	Branch, Commit                  string    // from the run's labels; Commit shortened
+	Gate                            string    // the gate's status; "": no gate judged it
+}
+
+// testsBar is a run's test counts as the runs list shows them: the counts, and a bar of 100
+// units with a segment for each non-zero count, in the order passed, failed, flaky, skipped.
+type testsBar struct {
+	Passed, Failed, Flaky, Skipped, Total int
+	Segments                              []barSegment
+}
+
+type barSegment struct {
+	Class string
+	X, W  int
+}
+
+func newTestsBar(s domain.Summary) *testsBar {
+	if s.Total == 0 {
+		return nil
+	}
+	b := &testsBar{Passed: s.Passed, Failed: s.Failed, Flaky: s.Flaky, Skipped: s.Skipped, Total: s.Total}
+	x := 0
+	for _, seg := range []struct {
+		class string
+		n     int
+	}{{"bar-passed", s.Passed}, {"bar-failed", s.Failed}, {"bar-flaky", s.Flaky}, {"bar-skipped", s.Skipped}} {
+		if seg.n == 0 {
+			continue
+		}
+		w := max(seg.n*100/s.Total, 2) // a lone failure among thousands stays visible
+		w = min(w, 100-x)
+		b.Segments = append(b.Segments, barSegment{Class: seg.class, X: x, W: w})
+		x += w
+	}
+	return b
+}
+
+// shortCommit is a commit label as lists show it: a hexadecimal SHA's first 7 digits.
+func shortCommit(c string) string {
+	if len(c) > 7 && strings.Trim(c, "0123456789abcdefABCDEF") == "" {
+		return c[:7]
+	}
+	return c
 }
 
 type runsData struct {
@@ -245,6 +289,11 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		if e.StartedAt != nil {
 			row.Duration = formatDuration(e.DurationMs(now))
 		}
+		row.Tests = newTestsBar(e.Summary)
+		row.Branch, row.Commit = e.Labels[domain.BranchLabel], shortCommit(e.Labels[domain.CommitLabel])
+		if e.Gate != nil {
+			row.Gate = e.Gate.Status
+		}
 		d.Runs = append(d.Runs, row)
 	}
 	if len(list) > 0 {
@@ -274,6 +323,12 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Page < d.Pages {
 		d.NextURL = pageURL(d.Page + 1)
+	}
+	if q.Get("fragment") == "list" {
+		// The list alone, for the page's live updates to swap in: whatever its filters and
+		// page, a run that belongs on it shows, as the server decides.
+		s.renderPart(w, r, "runs", "runs-list", d)
+		return
 	}
 	s.render(w, r, http.StatusOK, "runs", "Runs", d)
 }

@@ -8,12 +8,12 @@
   'use strict';
 
   var csrf = document.querySelector('meta[name="csrf-token"]');
-  var table = document.getElementById('runs'); // the runs list (absent when empty)
+  var list = document.getElementById('runs-list'); // the runs list's part of /runs
   var notice = document.getElementById('live-notice');
   var run = document.getElementById('run'); // a run's facts, data-task="<taskId>"
   var logEl = document.getElementById('log');
   var search = document.getElementById('log-search');
-  if (!csrf || (!notice && !run)) { return; }
+  if (!csrf || (!list && !run)) { return; }
 
   // ---- Durations, as formatDuration in internal/web/pages.go.
   function duration(ms) {
@@ -47,71 +47,40 @@
       }
       return;
     }
-    var row = null;
-    if (table) {
-      row = Array.prototype.find.call(table.querySelectorAll('tr[data-task]'), function (tr) {
-        return tr.dataset.task === e.taskId;
-      });
+    var row = Array.prototype.find.call(list.querySelectorAll('tr[data-task]'), function (tr) {
+      return tr.dataset.task === e.taskId;
+    });
+    if (row) {
+      showRun(row, e);
+      // A final run gains its test counts and gate; a list filtered by status may lose it.
+      if (FINAL.indexOf(e.status) >= 0 || list.dataset.status) { refresh(); }
+      return;
     }
-    if (row) { showRun(row, e); } else if (newer(e) && !addRow(e) && notice) { notice.hidden = false; }
+    if (list.dataset.project && e.projectId !== list.dataset.project) { return; }
+    if (list.dataset.status && e.status !== list.dataset.status) { return; }
+    refresh(); // a run this list may show: the server decides where it goes
   }
 
-  // ---- New runs on the first page of the unfiltered list are added at its top, built as the
-  // server builds a row (text only); on any other page, or for a project this page does not
-  // know yet, a notice offers a reload.
-  function pad(n) { return (n < 10 ? '0' : '') + n; }
-  function when(iso) {
-    var d = new Date(iso);
-    return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' +
-      pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ' UTC';
-  }
-  function muted(el, text) {
-    var s = document.createElement('span');
-    s.className = 'muted';
-    s.textContent = text;
-    el.appendChild(s);
-  }
-  // newer: e was queued no earlier than the newest run listed (an update of an older run that
-  // is on another page is not news). The first event of a run may have been sent before this
-  // socket joined, so any status counts.
-  function newer(e) {
-    var first = table && table.tBodies[0] && table.tBodies[0].rows[0];
-    return !first || !first.dataset.queued || Date.parse(e.queuedAt) >= Date.parse(first.dataset.queued);
-  }
-  function addRow(e) {
-    if (!table || table.dataset.live !== 'insert' || !table.tBodies[0]) { return false; }
-    var project = null;
-    if (e.projectId) {
-      project = Array.prototype.find.call(document.querySelectorAll('#project option'), function (o) {
-        return o.value === e.projectId;
-      });
-      if (!project) { return false; }
-    }
-    var tr = document.createElement('tr');
-    tr.dataset.task = e.taskId;
-    tr.dataset.queued = e.queuedAt;
-    function cell() { var td = document.createElement('td'); tr.appendChild(td); return td; }
-    var link = document.createElement('a');
-    link.href = '/runs/' + encodeURIComponent(e.taskId);
-    link.textContent = e.taskId;
-    cell().appendChild(link);
-    var status = document.createElement('span');
-    status.dataset.field = 'status';
-    cell().appendChild(status);
-    if (project) { cell().textContent = project.textContent; } else { muted(cell(), 'none'); }
-    var image = cell();
-    image.className = 'mono';
-    image.textContent = e.image;
-    var d = cell();
-    d.dataset.field = 'duration';
-    muted(d, 'not started');
-    cell().textContent = e.viaApiKey ? 'API key' : 'user';
-    cell().textContent = when(e.queuedAt);
-    showRun(tr, e);
-    var body = table.tBodies[0];
-    body.insertBefore(tr, body.firstChild);
-    if (body.rows.length > Number(table.dataset.pageSize)) { body.deleteRow(-1); }
-    return true;
+  // ---- The runs list is the server's: refresh fetches the list part of this very page (its
+  // filters and page kept) and swaps it in, at most once a second however many events come.
+  var refreshing = false, again = false;
+  function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    var u = new URL(window.location.href);
+    u.searchParams.set('fragment', 'list');
+    fetch(u.toString(), { credentials: 'same-origin', cache: 'no-store' }).then(function (r) {
+      if (!r.ok) { throw new Error('runs list: ' + r.status); }
+      return r.text();
+    }).then(function (html) {
+      list.innerHTML = html; // the server's own template, escaped there
+      document.body.dataset.listed = String(Date.now()); // for whoever waits on it (the browser tests)
+    }, function () {}).then(function () {
+      setTimeout(function () {
+        refreshing = false;
+        if (again) { again = false; refresh(); }
+      }, 1000);
+    });
   }
 
   // ---- The log: ANSI SGR codes as spans with classes, as renderLog in internal/web/ansi.go.
@@ -295,6 +264,7 @@
     socket.on('auth-success', function () {
       retries = 0;
       document.body.dataset.live = 'connected'; // for whoever waits on it (the browser tests)
+      if (list) { refresh(); } // what changed before this socket joined
       catchUp();
     });
     socket.on('auth-error', function () {

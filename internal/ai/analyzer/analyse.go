@@ -218,7 +218,9 @@ func Analyse(in Input, history History, triages []Triage) Result {
 // which a test's alternating history overrides unless they found the environment broken.
 func (a *analysed) decide(rc *runContext, index *triageIndex, history History) {
 	t := a.test
-	a.match = applyRules(newFailureText(a.message, a.stack), rc)
+	ft := newFailureText(a.message, a.stack)
+	ft.suite = t.Suite
+	a.match = applyRules(ft, rc)
 	if isRetryPass(t) {
 		a.category, a.confidence = ai.Flaky, 0.9
 		a.reason = Reason{Rule: "passed-on-retry", Matched: firstLine(a.message),

@@ -34,6 +34,9 @@ type Input struct {
 type Test struct {
 	domain.TestResult
 	Stack string `json:"stack,omitempty"`
+	// rerun, set by the analyser, says why a failed or passed result is a test that failed and
+	// then passed within the run.
+	rerun string
 }
 
 // FromExecution makes the input of a finished execution and its log.
@@ -85,7 +88,7 @@ type Reason struct {
 func Signatures(in Input) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range selectFailures(in.Tests) {
+	for _, t := range selectFailures(markRetries(&in)) {
 		msg, stack := t.messageAndStack()
 		if s := signatureOf(normalizeTest(t, msg, stack)); !seen[s] {
 			seen[s] = true
@@ -100,7 +103,7 @@ func Signatures(in Input) []string {
 func TestKeys(in Input) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range selectFailures(in.Tests) {
+	for _, t := range selectFailures(markRetries(&in)) {
 		if k := TestKey(t.Suite, t.Name); !seen[k] {
 			seen[k] = true
 			out = append(out, k)
@@ -127,7 +130,7 @@ func normalizeTest(t *Test, message, stack string) string {
 
 // isRetryPass reports whether a test passed only after failing.
 func isRetryPass(t *Test) bool {
-	return t.Status == domain.TestFlaky || t.Status == domain.TestPassed && t.Retries > 0
+	return t.rerun != "" || t.Status == domain.TestFlaky || t.Status == domain.TestPassed && t.Retries > 0
 }
 
 // selectFailures returns the tests to analyse: failed ones first, then those passed on retry,
@@ -140,7 +143,7 @@ func selectFailures(tests []Test) []*Test {
 			if len(out) == MaxFailures {
 				return out
 			}
-			if retried && isRetryPass(t) || !retried && t.Status == domain.TestFailed {
+			if retried && isRetryPass(t) || !retried && t.Status == domain.TestFailed && t.rerun == "" {
 				out = append(out, t)
 			}
 		}
@@ -152,7 +155,7 @@ func selectFailures(tests []Test) []*Test {
 func countFailures(tests []Test) int {
 	n := 0
 	for i := range tests {
-		if tests[i].Status == domain.TestFailed || isRetryPass(&tests[i]) {
+		if tests[i].Status == domain.TestFailed && tests[i].rerun == "" || isRetryPass(&tests[i]) {
 			n++
 		}
 	}
@@ -178,6 +181,7 @@ type analysed struct {
 func Analyse(in Input, history History, triages []Triage) Result {
 	rc := newRunContext(in.BaseURL)
 	index := newTriageIndex(triages)
+	in.Tests = markRetries(&in)
 	selected := selectFailures(in.Tests)
 	failures := make([]*analysed, 0, len(selected))
 	inRun := map[string]int{}
@@ -225,6 +229,12 @@ func (a *analysed) decide(rc *runContext, index *triageIndex, history History) {
 		a.category, a.confidence = ai.Flaky, 0.9
 		a.reason = Reason{Rule: "passed-on-retry", Matched: firstLine(a.message),
 			Detail: fmt.Sprintf("passed after %s", plural(max(t.Retries, 1), "retry", "retries"))}
+		if t.rerun != "" {
+			a.reason.Detail = "failed and then passed within the run: " + t.rerun
+			if a.reason.Matched == "" {
+				a.reason.Matched = boundRunes(t.rerun, maxMatchedBytes)
+			}
+		}
 		return
 	}
 	if tr, sim := index.lookup(a.signature, func() []string { return Tokens(a.normalized) }); tr != nil {

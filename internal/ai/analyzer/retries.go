@@ -1,0 +1,162 @@
+package analyzer
+
+import (
+	"regexp"
+	"strings"
+
+	"verdict/internal/domain"
+)
+
+// Runners that retry a failed test say so, each in its own words; a test that failed and then
+// passed within one run is flaky, whatever its message says. What they say, read here:
+//   - two results of the same test in the run's reports, one failed and one passed (gotestsum
+//     --rerun-fails, TestNG's retry analyzer, retry extensions that report every attempt);
+//   - the runner's output where its report keeps only the final outcome: pytest-rerunfailures'
+//     "RERUN", Cypress's "(Attempt 1 of 3)", gotestsum's "=== RERUN", Surefire's "Flakes:"
+//     section, Playwright's "(retry #1)" and its list of flaky tests, Vitest's "(retry x1)".
+//
+// Surefire's flakyFailure and Playwright's flaky status reach the analyser as the status
+// "flaky" already (the report parsers read them).
+
+// retryLinePatterns find a retried test's identity in one line of a runner's output; the first
+// group is the test (a pytest node id, a title, a Go test name, a JVM class.method).
+var retryLinePatterns = []*regexp.Regexp{
+	regexp.MustCompile(`^(\S+::\S+)\s+RERUN\b`),                   // pytest-rerunfailures
+	regexp.MustCompile(`\(Attempt \d+ of \d+\)\s+(.+?)\s*$`),      // Cypress
+	regexp.MustCompile(`^=== RERUN\s+(\S+)`),                      // gotestsum
+	regexp.MustCompile(`›\s*([^›]+?)\s*\(retry #\d+\)`),           // Playwright list reporter
+	regexp.MustCompile(`[✓✔]\s+(.+?)\s+\d*m?s?\s*\(retry x\d+\)`), // Vitest
+	regexp.MustCompile(`[✓✔]\s+(.+?)\s+\(retry x\d+\)`),           // Vitest, no duration
+}
+
+// flakesHeader starts Surefire's list of tests that failed and then passed on a rerun, and
+// Playwright's list of flaky tests.
+var (
+	surefireFlakes  = regexp.MustCompile(`^\[WARNING\] Flakes:\s*$`)
+	surefireFlake   = regexp.MustCompile(`^\[WARNING\] ([\w$.]+)\.(\w+)(?::\d+)?\s*$`)
+	playwrightFlaky = regexp.MustCompile(`^\s*\d+ flaky\s*$`)
+	playwrightTest  = regexp.MustCompile(`^\s*\[[^\]]+\] › (?:[^›]+ › )?(.+?)\s*$`)
+)
+
+// maxRetryLines bounds the lines of the log's tail read for retries.
+const maxRetryLines = 4000
+
+// retriedInLog reads the tail of a run's log for tests its runner retried: each line that names
+// one, with the name as the runner printed it.
+func retriedInLog(log string) []retryMark {
+	if len(log) > MaxLogBytes {
+		log = log[len(log)-MaxLogBytes:]
+	}
+	if !strings.Contains(log, "RERUN") && !strings.Contains(log, "Attempt ") && !strings.Contains(log, "retry") && !strings.Contains(log, "Flakes:") && !strings.Contains(log, "flaky") {
+		return nil
+	}
+	lines := strings.Split(log, "\n")
+	if len(lines) > maxRetryLines {
+		lines = lines[len(lines)-maxRetryLines:]
+	}
+	var marks []retryMark
+	section := ""
+	for _, raw := range lines {
+		l := strings.TrimRight(raw, "\r")
+		t := strings.TrimSpace(l)
+		switch {
+		case surefireFlakes.MatchString(t):
+			section = "surefire"
+			continue
+		case playwrightFlaky.MatchString(t):
+			section = "playwright"
+			continue
+		}
+		switch section {
+		case "surefire":
+			if m := surefireFlake.FindStringSubmatch(t); m != nil {
+				marks = append(marks, retryMark{suite: m[1], name: m[2], line: t})
+				continue
+			}
+			if !strings.HasPrefix(t, "[ERROR]   Run") && !strings.HasPrefix(t, "[INFO]   Run") && !strings.HasPrefix(t, "[WARNING]   Run") {
+				section = ""
+			}
+		case "playwright":
+			if m := playwrightTest.FindStringSubmatch(l); m != nil {
+				marks = append(marks, retryMark{name: m[1], line: t})
+				continue
+			}
+			section = ""
+		}
+		for _, p := range retryLinePatterns {
+			if m := p.FindStringSubmatch(t); m != nil {
+				id := strings.TrimSpace(m[1])
+				mark := retryMark{name: id, line: t}
+				if suite, name, ok := strings.Cut(id, "::"); ok {
+					mark.suite, mark.name = suite, name[strings.LastIndex(name, "::")+1:]
+				}
+				marks = append(marks, mark)
+				break
+			}
+		}
+	}
+	return marks
+}
+
+// retryMark is a test a runner's output shows retried.
+type retryMark struct {
+	suite, name string
+	line        string
+}
+
+// names reports whether a mark is about a test: the same name (or a title the test's name ends
+// with), in the same suite when the mark names one.
+func (m retryMark) names(t *Test) bool {
+	if m.name == "" {
+		return false
+	}
+	if m.suite != "" && t.Suite != "" && !strings.HasSuffix(t.Suite, m.suite) && !strings.HasSuffix(m.suite, t.Suite) {
+		return false
+	}
+	return t.Name == m.name || strings.HasSuffix(t.Name, " "+m.name) || strings.HasSuffix(t.Name, "›"+m.name) || strings.HasSuffix(t.Name, "> "+m.name)
+}
+
+// markRetries returns the run's tests with those that failed and then passed within the run
+// marked (rerun: the evidence), or the tests themselves when there are none. The caller's slice
+// is never changed.
+func markRetries(in *Input) []Test {
+	tests := in.Tests
+	passed, failedKeys := map[string]bool{}, map[string]bool{}
+	failed := 0
+	for i := range tests {
+		switch tests[i].Status {
+		case domain.TestPassed:
+			passed[TestKey(tests[i].Suite, tests[i].Name)] = true
+		case domain.TestFailed:
+			failed++
+			failedKeys[TestKey(tests[i].Suite, tests[i].Name)] = true
+		}
+	}
+	marks := retriedInLog(in.Log)
+	var out []Test
+	mark := func(i int, why string) {
+		if out == nil {
+			out = make([]Test, len(tests))
+			copy(out, tests)
+		}
+		out[i].rerun = why
+	}
+	for i := range tests {
+		t := &tests[i]
+		switch {
+		case t.Status == domain.TestFailed && failed > 0 && passed[TestKey(t.Suite, t.Name)]:
+			mark(i, "the same test also passed in this run (a rerun after the failure)")
+		case t.Status == domain.TestPassed && t.Retries == 0 && !failedKeys[TestKey(t.Suite, t.Name)]:
+			for _, m := range marks {
+				if m.names(t) {
+					mark(i, "the runner's output shows it retried before it passed: "+boundRunes(m.line, maxMatchedBytes))
+					break
+				}
+			}
+		}
+	}
+	if out == nil {
+		return tests
+	}
+	return out
+}

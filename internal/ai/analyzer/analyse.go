@@ -194,7 +194,10 @@ func Analyse(in Input, history History, triages []Triage) Result {
 		failures = append(failures, a)
 	}
 	for _, a := range failures {
-		a.decide(rc, index, history)
+		ft := newFailureText(a.message, a.stack)
+		ft.suite = a.test.Suite
+		a.match = applyRules(ft, rc)
+		a.decide(index, history)
 	}
 
 	res := Result{OmittedFailures: countFailures(in.Tests) - len(failures)}
@@ -218,13 +221,11 @@ func Analyse(in Input, history History, triages []Triage) Result {
 	return res
 }
 
-// decide gives a failure its category: passed on retry, then a person's triage, then the rules,
-// which a test's alternating history overrides unless they found the environment broken.
-func (a *analysed) decide(rc *runContext, index *triageIndex, history History) {
+// decide gives a failure its category from its rules' match (a.match, the suite's package
+// known to the rules): passed on retry, then a person's triage, then the rules, which a test's
+// alternating history overrides unless they found the environment broken.
+func (a *analysed) decide(index *triageIndex, history History) {
 	t := a.test
-	ft := newFailureText(a.message, a.stack)
-	ft.suite = t.Suite
-	a.match = applyRules(ft, rc)
 	if isRetryPass(t) {
 		a.category, a.confidence = ai.Flaky, 0.9
 		a.reason = Reason{Rule: "passed-on-retry", Matched: firstLine(a.message),

@@ -88,7 +88,10 @@ func retriedInLog(log string) []retryMark {
 				id := strings.TrimSpace(m[1])
 				mark := retryMark{name: id, line: t}
 				if suite, name, ok := strings.Cut(id, "::"); ok {
-					mark.suite, mark.name = suite, name[strings.LastIndex(name, "::")+1:]
+					if i := strings.LastIndex(name, "::"); i >= 0 {
+						name = name[i+2:]
+					}
+					mark.suite, mark.name = suite, name
 				}
 				marks = append(marks, mark)
 				break
@@ -110,10 +113,25 @@ func (m retryMark) names(t *Test) bool {
 	if m.name == "" {
 		return false
 	}
-	if m.suite != "" && t.Suite != "" && !strings.HasSuffix(t.Suite, m.suite) && !strings.HasSuffix(m.suite, t.Suite) {
-		return false
+	if m.suite != "" && t.Suite != "" {
+		a, b := suitePath(m.suite), suitePath(t.Suite)
+		if !strings.Contains(a, b) && !strings.Contains(b, a) {
+			return false
+		}
 	}
-	return t.Name == m.name || strings.HasSuffix(t.Name, " "+m.name) || strings.HasSuffix(t.Name, "›"+m.name) || strings.HasSuffix(t.Name, "> "+m.name)
+	for _, sep := range []string{"", " ", "›", "> ", "::", "."} {
+		if sep == "" && t.Name == m.name || sep != "" && strings.HasSuffix(t.Name, sep+m.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// suitePath is a suite as a dotted path, for comparing a pytest node id's file
+// ("tests/test_api.py") with a JUnit report's class ("tests.test_api.TestApi").
+func suitePath(s string) string {
+	s = strings.TrimSuffix(strings.NewReplacer("/", ".", "\\", ".", "::", ".").Replace(s), ".py")
+	return strings.TrimPrefix(s, ".")
 }
 
 // markRetries returns the run's tests with those that failed and then passed within the run

@@ -339,7 +339,7 @@ func applyRules(ft *failureText, rc *runContext) match {
 	for _, r := range rules {
 		at := -1
 		for _, k := range r.keywords {
-			if i := strings.Index(ft.lower, k); i >= 0 {
+			if i := indexKeyword(ft.lower, k); i >= 0 {
 				at = i
 				break
 			}
@@ -506,7 +506,8 @@ func expectedActual(text string) (expected, actual string, ok bool) {
 // where it was raised: the suite's code (a test bug) or, through inAppCode, the product's.
 func exceptionWithOrigin(ft *failureText) (float64, int, bool) {
 	first, _, _ := strings.Cut(ft.text, "\n")
-	if !looksLikeException(first) || containsAny(asciiLower(first), []string{"assert", "comparisonfailure", "expected"}) {
+	lf := asciiLower(first)
+	if !looksLikeException(first) || containsAny(lf, []string{"assert", "comparisonfailure"}) || indexKeyword(lf, "expected ") >= 0 || indexKeyword(lf, "expected:") >= 0 {
 		return 0, -1, false
 	}
 	o := ft.frameOrigin()
@@ -527,4 +528,25 @@ func looksLikeException(line string) bool {
 	}
 	name := line[:end]
 	return strings.HasSuffix(name, "Exception") || strings.HasSuffix(name, "Error") && !strings.Contains(name, "Assertion")
+}
+
+// wordStartKeywords match only at the start of a word: "expected " is not in "unexpected ".
+var wordStartKeywords = map[string]bool{"expected ": true, "expected:": true, "expecting": true}
+
+// indexKeyword finds a keyword in a lower-cased text, at a word's start for those that must be.
+func indexKeyword(lower, k string) int {
+	if !wordStartKeywords[k] {
+		return strings.Index(lower, k)
+	}
+	for from := 0; ; {
+		i := strings.Index(lower[from:], k)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		if i == 0 || !isLetter(lower[i-1]) {
+			return i
+		}
+		from = i + 1
+	}
 }

@@ -56,6 +56,9 @@ type Result struct {
 	Failures        []Failure `json:"failures"`
 	OmittedFailures int       `json:"omittedFailures,omitempty"` // failures past MaxFailures
 	Reasons         []Reason  `json:"reasons"`                   // why the run got its category
+	// OtherCategories are the categories of the run's other failures, most severe first: a
+	// run is labelled by its most severe category, and a mixed run lists the rest here.
+	OtherCategories []CategoryCount `json:"otherCategories,omitempty"`
 	// Evidence is the bounded, structured input for a model provider; it is not part of the
 	// stored analysis.
 	Evidence Evidence `json:"-"`
@@ -74,6 +77,15 @@ type Failure struct {
 	Reason          Reason      `json:"reason"`
 	// Normalized is the text the signature is made of, for recording a triage of this failure.
 	Normalized string `json:"-"`
+	// proposed is the category the deciding rule gives, before a rule too often wrong is
+	// turned into unknown: what the benchmark measures rules by.
+	proposed ai.Category
+}
+
+// CategoryCount is how many of a run's failures fell in a category.
+type CategoryCount struct {
+	Category ai.Category `json:"category"`
+	Failures int         `json:"failures"`
 }
 
 // Reason is a piece of evidence: which rule decided, the text it matched, and a sentence.
@@ -169,8 +181,9 @@ type analysed struct {
 	stack      string
 	normalized string
 	signature  string
-	match      match   // the rules' reading, kept even when a triage or history decides
-	triage     *Triage // the triage that decided, if any
+	match      match       // the rules' reading, kept even when a triage or history decides
+	proposed   ai.Category // the deciding rule's category, before an untrusted one is unknown
+	triage     *Triage     // the triage that decided, if any
 	category   ai.Category
 	confidence float64
 	reason     Reason
@@ -212,11 +225,12 @@ func Analyse(in Input, history History, triages []Triage) Result {
 			Test: a.test.Name, Suite: a.test.Suite, Status: string(a.test.Status),
 			Signature: a.signature, Occurrences: max(past.Occurrences, 0) + inRun[a.signature],
 			FirstSeenTaskID: first, Category: a.category, Confidence: round2(a.confidence),
-			Reason: a.reason, Normalized: a.normalized,
+			Reason: a.reason, Normalized: a.normalized, proposed: a.proposed,
 		}
 	}
 	logExcerpt := LogExcerpt(in.Log)
 	res.Finding, res.Reasons = conclude(&in, failures, res.Failures, rc, logExcerpt)
+	res.OtherCategories = otherCategories(res.Failures, res.Category)
 	res.Evidence = buildEvidence(&in, &res, failures, logExcerpt)
 	return res
 }
@@ -226,6 +240,7 @@ func Analyse(in Input, history History, triages []Triage) Result {
 // alternating history overrides unless they found the environment broken.
 func (a *analysed) decide(index *triageIndex, history History) {
 	t := a.test
+	defer a.calibrate()
 	if isRetryPass(t) {
 		a.category, a.confidence = ai.Flaky, 0.9
 		a.reason = Reason{Rule: "passed-on-retry", Matched: firstLine(a.message),

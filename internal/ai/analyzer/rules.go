@@ -221,6 +221,15 @@ var rules = []*rule{
 		fix:   "Fix the test code at the file and line shown; run the suite (or a type checker or linter) locally before pushing.",
 	},
 	{
+		id: "jvm-exception-in-test", category: ai.TestBug, strength: 0.5,
+		keywords: jvmRuntimeExceptions,
+		refine:   raisedAtJVMTestFrame,
+		gist:     "a JVM runtime exception was raised in the test's own frame",
+		one:      "a JVM runtime exception in a test's frame", many: "JVM runtime exceptions in tests' frames",
+		cause: "A runtime exception (a null, a bad cast, an index) was raised in the test method itself: either the test code is wrong, or the product returned a value the test did not expect (a null).",
+		fix:   "Look at the value the test used at the line shown: if the product returned it, fix the product; otherwise fix the test.",
+	},
+	{
 		id: "runtime-error", category: ai.TestBug, strength: 0.75,
 		keywords: []string{"typeerror", "attributeerror", "nullpointerexception", "cannot read propert", "is not a function", "is not iterable", "keyerror", "indexerror", "has no attribute", "'nonetype' object", "illegalstateexception", "classcastexception", "cannot invoke", "nil pointer dereference", "panic: runtime error", "index out of range", "arrayindexoutofboundsexception", "stringindexoutofboundsexception", "illegalargumentexception", "unsupportedoperationexception", "numberformatexception", "nosuchelementexception", "arraystoreexception", "stackoverflowerror", "nullreferenceexception", "argumentnullexception", "invalidoperationexception"},
 		refine:   raisedInTestCode, inAppCode: appCodeRule,
@@ -549,4 +558,15 @@ func indexKeyword(lower, k string) int {
 		}
 		from = i + 1
 	}
+}
+
+// jvmRuntimeExceptions are the JVM's runtime exceptions (lower-case), which a test's own frame
+// raises as often for a value the product returned as for its own mistake.
+var jvmRuntimeExceptions = []string{"java.lang.nullpointerexception", "java.lang.classcastexception", "java.lang.illegalstateexception", "java.lang.illegalargumentexception", "java.lang.arrayindexoutofboundsexception", "java.lang.indexoutofboundsexception", "java.lang.stringindexoutofboundsexception", "java.util.nosuchelementexception", "java.lang.numberformatexception", "java.lang.unsupportedoperationexception", "java.lang.arithmeticexception"}
+
+// raisedAtJVMTestFrame confirms a JVM runtime exception whose first frame in the suite's package
+// is a test class.
+func raisedAtJVMTestFrame(ft *failureText) (float64, int, bool) {
+	o, ok := ft.packageOrigin()
+	return 0, -1, ok && o == "test"
 }

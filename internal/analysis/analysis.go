@@ -143,7 +143,10 @@ func (s *Service) builtin(ctx context.Context, run *domain.Execution) (*domain.A
 		Evidence: make([]string, 0, len(res.Reasons)), CreatedAt: s.clock()}
 	for i, f := range res.Failures {
 		a.Failures[i] = domain.FailureRef{Test: f.Test, Signature: f.Signature, Occurrences: f.Occurrences,
-			FirstSeenTaskID: f.FirstSeenTaskID}
+			FirstSeenTaskID: f.FirstSeenTaskID, Category: string(f.Category), Confidence: f.Confidence, Evidence: f.Reason.Detail}
+	}
+	for _, c := range res.OtherCategories {
+		a.OtherCategories = append(a.OtherCategories, domain.CategoryCount{Category: string(c.Category), Failures: c.Failures})
 	}
 	for _, r := range res.Reasons {
 		a.Evidence = append(a.Evidence, r.Detail)

@@ -225,4 +225,20 @@ func TestRealCorpusHeldOut(t *testing.T) {
 	_, held := split(loadRealCorpus(t))
 	s := score(held, builtin)
 	t.Log("\n" + s.report("held-out part (built-in analyser)"))
+	if s.accuracy() < minHeldOutAccuracy || s.precision() < minHeldOutPrecision {
+		t.Errorf("held-out accuracy %.1f%%, precision when answered %.1f%%: want at least %.0f%% and %.0f%%", s.accuracy(), s.precision(), minHeldOutAccuracy, minHeldOutPrecision)
+	}
+	for label, v := range s.byLabel {
+		if pct(v[0], v[1]) < minHeldOutLabelAccuracy {
+			t.Errorf("held-out accuracy on %s is %.1f%% (%d of %d), want at least %.0f%%", label, pct(v[0], v[1]), v[0], v[1], minHeldOutLabelAccuracy)
+		}
+	}
 }
+
+// The benchmark's targets on the held-out part: overall, on every label, and the precision of
+// the answers that are not unknown.
+const (
+	minHeldOutAccuracy      = 80.0
+	minHeldOutLabelAccuracy = 70.0
+	minHeldOutPrecision     = 90.0
+)

@@ -107,31 +107,40 @@ type retryMark struct {
 	line        string
 }
 
-// names reports whether a mark is about a test: the same name (or a title the test's name ends
-// with), in the same suite when the mark names one.
-func (m retryMark) names(t *Test) bool {
-	if m.name == "" {
-		return false
+// sameSuite reports whether a mark's suite (if it names one) is the test's: a pytest node id's
+// file and a JUnit report's class are compared as dotted paths.
+func (m retryMark) sameSuite(t *Test) bool {
+	if m.suite == "" || t.Suite == "" {
+		return true
 	}
-	if m.suite != "" && t.Suite != "" {
-		a, b := suitePath(m.suite), suitePath(t.Suite)
-		if !strings.Contains(a, b) && !strings.Contains(b, a) {
-			return false
-		}
-	}
-	for _, sep := range []string{"", " ", "›", "> ", "::", "."} {
-		if sep == "" && t.Name == m.name || sep != "" && strings.HasSuffix(t.Name, sep+m.name) {
-			return true
-		}
-	}
-	return false
+	a, b := suitePath(m.suite), suitePath(t.Suite)
+	return strings.Contains(a, b) || strings.Contains(b, a)
 }
 
-// suitePath is a suite as a dotted path, for comparing a pytest node id's file
-// ("tests/test_api.py") with a JUnit report's class ("tests.test_api.TestApi").
+// suiteSeparators turn a suite's path into a dotted one.
+var suiteSeparators = strings.NewReplacer("/", ".", "\\", ".", "::", ".")
+
+// suitePath is a suite as a dotted path: "tests/test_api.py" gives "tests.test_api".
 func suitePath(s string) string {
-	s = strings.TrimSuffix(strings.NewReplacer("/", ".", "\\", ".", "::", ".").Replace(s), ".py")
-	return strings.TrimPrefix(s, ".")
+	return strings.TrimPrefix(strings.TrimSuffix(suiteSeparators.Replace(s), ".py"), ".")
+}
+
+// maxNameTails bounds the tails of a test's name looked up among the retried titles.
+const maxNameTails = 32
+
+// nameTails are the names a runner may print for a test: its whole name, and each tail after a
+// separator ("cart › adds an item" is printed "adds an item" by Cypress).
+func nameTails(name string) []string {
+	tails := []string{name}
+	for i := 0; i < len(name) && len(tails) < maxNameTails; i++ {
+		switch {
+		case name[i] == ' ', name[i] == '.':
+			tails = append(tails, name[i+1:])
+		case strings.HasPrefix(name[i:], "› "), strings.HasPrefix(name[i:], "> "), strings.HasPrefix(name[i:], "::"):
+			tails = append(tails, strings.TrimSpace(name[i+2:]))
+		}
+	}
+	return tails
 }
 
 // markRetries returns the run's tests with those that failed and then passed within the run
@@ -150,7 +159,12 @@ func markRetries(in *Input) []Test {
 			failedKeys[TestKey(tests[i].Suite, tests[i].Name)] = true
 		}
 	}
-	marks := retriedInLog(in.Log)
+	byName := map[string][]retryMark{}
+	for _, m := range retriedInLog(in.Log) {
+		if m.name != "" {
+			byName[m.name] = append(byName[m.name], m)
+		}
+	}
 	var out []Test
 	mark := func(i int, why string) {
 		if out == nil {
@@ -164,11 +178,14 @@ func markRetries(in *Input) []Test {
 		switch {
 		case t.Status == domain.TestFailed && failed > 0 && passed[TestKey(t.Suite, t.Name)]:
 			mark(i, "the same test also passed in this run (a rerun after the failure)")
-		case t.Status == domain.TestPassed && t.Retries == 0 && !failedKeys[TestKey(t.Suite, t.Name)]:
-			for _, m := range marks {
-				if m.names(t) {
-					mark(i, "the runner's output shows it retried before it passed: "+boundRunes(m.line, maxMatchedBytes))
-					break
+		case len(byName) > 0 && t.Status == domain.TestPassed && t.Retries == 0 && !failedKeys[TestKey(t.Suite, t.Name)]:
+		tails:
+			for _, tail := range nameTails(t.Name) {
+				for _, m := range byName[tail] {
+					if m.sameSuite(t) {
+						mark(i, "the runner's output shows it retried before it passed: "+boundRunes(m.line, maxMatchedBytes))
+						break tails
+					}
 				}
 			}
 		}

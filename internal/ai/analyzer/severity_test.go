@@ -50,33 +50,57 @@ func TestABrokenEnvironmentExplainsTheRestOfTheRun(t *testing.T) {
 	}
 }
 
+// withCalibration runs f with a rule's calibration record replaced.
+func withCalibration(t *testing.T, rule string, c ruleCalibration, f func()) {
+	t.Helper()
+	old, had := calibrated[rule]
+	calibrated[rule] = c
+	defer func() {
+		if had {
+			calibrated[rule] = old
+		} else {
+			delete(calibrated, rule)
+		}
+	}()
+	f()
+}
+
 // TestUntrustedRuleGivesUnknownWithEvidence: a rule wrong too often on the corpus's training
 // part does not decide; the failure is unknown and its evidence says what matched and why it
 // was not trusted.
 func TestUntrustedRuleGivesUnknownWithEvidence(t *testing.T) {
-	c, ok := calibrated["jvm-exception-in-test"]
-	if !ok || c.trusted() {
-		t.Skip("the corpus trusts jvm-exception-in-test now; this test needs a rule it does not trust")
-	}
 	in := failedRun("run-1")
 	in.Tests = []Test{{TestResult: domain.TestResult{Suite: "org.acme.cart.CartTest", Name: "totals", Status: domain.TestFailed, Error: "java.lang.NullPointerException"},
 		Stack: "java.lang.NullPointerException\n\tat org.acme.cart.CartTest.totals(CartTest.java:41)\n\tat java.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(DirectMethodHandleAccessor.java:103)"}}
-	got := Analyse(in, History{}, nil)
-	f := got.Failures[0]
-	if got.Category != ai.Unknown || f.Category != ai.Unknown || f.Reason.Rule != "jvm-exception-in-test" || !strings.Contains(f.Reason.Detail, "not trusted") {
-		t.Errorf("run %s, failure %+v", got.Category, f)
-	}
+	withCalibration(t, "jvm-exception-in-test", ruleCalibration{TrainRight: 1, Train: 7}, func() {
+		got := Analyse(in, History{}, nil)
+		f := got.Failures[0]
+		if got.Category != ai.Unknown || f.Category != ai.Unknown || f.Reason.Rule != "jvm-exception-in-test" ||
+			!strings.Contains(f.Reason.Detail, "not trusted: it was right on 1 of 7") || !strings.Contains(got.RootCause, "wrong too often") {
+			t.Errorf("run %s (%s), failure %+v", got.Category, got.RootCause, f)
+		}
+	})
+	// Trusted, the same rule decides.
+	withCalibration(t, "jvm-exception-in-test", ruleCalibration{TrainRight: 6, Train: 7, HeldOutRight: 3, HeldOut: 4}, func() {
+		if f := Analyse(in, History{}, nil).Failures[0]; f.Category != ai.TestBug || f.Confidence != 0.75 {
+			t.Errorf("trusted rule: failure %+v", f)
+		}
+	})
 }
 
 // TestConfidenceIsTheRulesMeasuredPrecision: a decided failure's confidence is its rule's
-// held-out precision from the calibration table, not the rule's written strength.
+// held-out precision from the calibration table, not the rule's written strength; a rule with
+// too few held-out failures keeps its strength.
 func TestConfidenceIsTheRulesMeasuredPrecision(t *testing.T) {
-	c := calibrated["connection-refused"]
-	if c.HeldOut < minCalibrationSamples {
-		t.Skip("the corpus has too few held-out refused connections to calibrate")
-	}
-	got := Analyse(failedRun("run-1", [2]string{"a", "Error: connect ECONNREFUSED 10.0.0.9:5432"}), History{}, nil)
-	if want := round2(float64(c.HeldOutRight) / float64(c.HeldOut)); got.Failures[0].Confidence != want {
-		t.Errorf("confidence %v, want the held-out precision %v", got.Failures[0].Confidence, want)
-	}
+	refused := failedRun("run-1", [2]string{"a", "Error: connect ECONNREFUSED 10.0.0.9:5432"})
+	withCalibration(t, "connection-refused", ruleCalibration{TrainRight: 9, Train: 10, HeldOutRight: 7, HeldOut: 8}, func() {
+		if c := Analyse(refused, History{}, nil).Failures[0].Confidence; c != 0.88 {
+			t.Errorf("confidence %v, want the held-out precision 0.88", c)
+		}
+	})
+	withCalibration(t, "connection-refused", ruleCalibration{TrainRight: 9, Train: 10, HeldOutRight: 1, HeldOut: 2}, func() {
+		if c := Analyse(refused, History{}, nil).Failures[0].Confidence; c != 0.85 {
+			t.Errorf("confidence %v, want the rule's strength 0.85 with 2 held-out failures", c)
+		}
+	})
 }

@@ -148,14 +148,16 @@ func nameTails(name string) []string {
 // is never changed.
 func markRetries(in *Input) []Test {
 	tests := in.Tests
-	passed, failedKeys := map[string]bool{}, map[string]bool{}
-	failed := 0
+	// lastPassed is where each test last passed in the reports: a rerun is reported after the
+	// attempt it repeats, so only a pass after a failure makes the failure a retried one (a
+	// data-driven test's iterations share a name, and one failing before another passes is not
+	// a retry).
+	lastPassed, failedKeys := map[string]int{}, map[string]bool{}
 	for i := range tests {
 		switch tests[i].Status {
 		case domain.TestPassed:
-			passed[TestKey(tests[i].Suite, tests[i].Name)] = true
+			lastPassed[TestKey(tests[i].Suite, tests[i].Name)] = i
 		case domain.TestFailed:
-			failed++
 			failedKeys[TestKey(tests[i].Suite, tests[i].Name)] = true
 		}
 	}
@@ -176,7 +178,7 @@ func markRetries(in *Input) []Test {
 	for i := range tests {
 		t := &tests[i]
 		switch {
-		case t.Status == domain.TestFailed && failed > 0 && passed[TestKey(t.Suite, t.Name)]:
+		case t.Status == domain.TestFailed && passedAfter(lastPassed, TestKey(t.Suite, t.Name), i):
 			mark(i, "the same test also passed in this run (a rerun after the failure)")
 		case len(byName) > 0 && t.Status == domain.TestPassed && t.Retries == 0 && !failedKeys[TestKey(t.Suite, t.Name)]:
 		tails:
@@ -194,4 +196,10 @@ func markRetries(in *Input) []Test {
 		return tests
 	}
 	return out
+}
+
+// passedAfter reports whether the test of key passed in a result reported after index i.
+func passedAfter(lastPassed map[string]int, key string, i int) bool {
+	j, ok := lastPassed[key]
+	return ok && j > i
 }

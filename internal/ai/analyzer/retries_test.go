@@ -62,3 +62,16 @@ func TestRetriesThatNeverPassAreNotFlaky(t *testing.T) {
 		t.Errorf("test keys %v", ks)
 	}
 }
+
+// TestAPassBeforeAFailureIsNoRetry: a data-driven test's iterations share a name; one that
+// passed before another failed is not a rerun of it (a rerun is reported after its attempt).
+func TestAPassBeforeAFailureIsNoRetry(t *testing.T) {
+	exit := 1
+	in := Input{TaskID: "run-1", ExitCode: &exit, Tests: []Test{
+		{TestResult: domain.TestResult{Suite: "org.acme.PriceTest", Name: "rounds", Status: domain.TestPassed}},
+		{TestResult: domain.TestResult{Suite: "org.acme.PriceTest", Name: "rounds", Status: domain.TestFailed, Error: "java.lang.AssertionError: expected [1.05] but found [1.04]"}},
+	}}
+	if res := Analyse(in, History{}, nil); res.Category == ai.Flaky || res.Failures[0].Reason.Rule == "passed-on-retry" {
+		t.Errorf("run %s, failure %+v", res.Category, res.Failures[0])
+	}
+}

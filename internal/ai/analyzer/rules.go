@@ -516,7 +516,7 @@ func expectedActual(text string) (expected, actual string, ok bool) {
 func exceptionWithOrigin(ft *failureText) (float64, int, bool) {
 	first, _, _ := strings.Cut(ft.text, "\n")
 	lf := asciiLower(first)
-	if !looksLikeException(first) || containsAny(lf, []string{"assert", "comparisonfailure"}) || indexKeyword(lf, "expected ") >= 0 || indexKeyword(lf, "expected:") >= 0 {
+	if !looksLikeException(first) || containsAny(lf, []string{"assert", "comparisonfailure", "expect("}) || indexKeyword(lf, "expected ") >= 0 || indexKeyword(lf, "expected:") >= 0 {
 		return 0, -1, false
 	}
 	o := ft.frameOrigin()
@@ -565,8 +565,17 @@ func indexKeyword(lower, k string) int {
 var jvmRuntimeExceptions = []string{"java.lang.nullpointerexception", "java.lang.classcastexception", "java.lang.illegalstateexception", "java.lang.illegalargumentexception", "java.lang.arrayindexoutofboundsexception", "java.lang.indexoutofboundsexception", "java.lang.stringindexoutofboundsexception", "java.util.nosuchelementexception", "java.lang.numberformatexception", "java.lang.unsupportedoperationexception", "java.lang.arithmeticexception"}
 
 // raisedAtJVMTestFrame confirms a JVM runtime exception whose first frame in the suite's package
-// is a test class.
+// is a test method's own class; one raised in the suite's support code (a page object reading
+// its own null field) is the runtime-error rule's.
 func raisedAtJVMTestFrame(ft *failureText) (float64, int, bool) {
-	o, ok := ft.packageOrigin()
-	return 0, -1, ok && o == "test"
+	root := jvmRootPackage(ft.suite)
+	if root == "" {
+		return 0, -1, false
+	}
+	for _, f := range ft.frames {
+		if cls, ok := jvmFrameClass(f); ok && strings.HasPrefix(cls, root) {
+			return 0, -1, isTestClass(cls) && !isSupportClass(cls)
+		}
+	}
+	return 0, -1, false
 }

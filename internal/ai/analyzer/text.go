@@ -143,7 +143,7 @@ func boundRunes(s string, max int) string {
 
 // libraryMarkers name frames of runtimes, test libraries and dependencies, not of the suite.
 var libraryMarkers = []string{
-	"node_modules", "node:", "internal/", "site-packages", "dist-packages", "/usr/lib/",
+	"node_modules", "node:", "internal/", "site-packages", "dist-packages", "/usr/lib/", "/lib/python",
 	"_pytest", "pluggy", "java.", "javax.", "jdk.", "sun.", "kotlin.", "org.junit", "junit.",
 	"org.openqa", "io.restassured", "org.springframework", "org.assertj", "org.hamcrest",
 	"com.fasterxml", "org.apache", "org.testng", "org.gradle", "org.mockito", "cypress_runner",
@@ -280,17 +280,42 @@ func jvmRootPackage(suite string) string {
 	return strings.Join(pkg, ".") + "."
 }
 
-// isTestClass reports whether a JVM class (or one nested in it) is a test class by name:
-// FooTest, FooTests, FooTestCase, FooIT, FooSpec, TestFoo.
+// isTestClass reports whether a JVM class (or one nested in it) is the suite's code by name:
+// a test class (FooTest, FooTests, FooTestCase, FooIT, FooSpec, TestFoo) or its support (page
+// objects, step definitions, fixtures).
 func isTestClass(cls string) bool {
-	name := cls[strings.LastIndexByte(cls, '.')+1:]
-	if i := strings.IndexByte(name, '$'); i >= 0 {
-		name = name[:i]
+	if isSupportClass(cls) {
+		return true
 	}
+	name := simpleClassName(cls)
 	for _, s := range []string{"Test", "Tests", "TestCase", "IT", "Spec"} {
 		if strings.HasSuffix(name, s) {
 			return true
 		}
 	}
 	return strings.HasPrefix(name, "Test")
+}
+
+// isSupportClass reports whether a JVM class is the suite's support code by its package or
+// name: page objects, step definitions, fixtures, test utilities.
+func isSupportClass(cls string) bool {
+	if containsAny(asciiLower(cls), []string{".pages.", ".steps.", ".stepdefs.", ".fixtures.", ".testutil"}) {
+		return true
+	}
+	name := simpleClassName(cls)
+	for _, s := range []string{"Page", "Steps", "StepDefinitions", "Fixture"} {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// simpleClassName is a JVM class's own name, without its package or nested classes.
+func simpleClassName(cls string) string {
+	name := cls[strings.LastIndexByte(cls, '.')+1:]
+	if i := strings.IndexByte(name, '$'); i >= 0 {
+		name = name[:i]
+	}
+	return name
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -143,7 +144,10 @@ func (s *Service) builtin(ctx context.Context, run *domain.Execution) (*domain.A
 		Evidence: make([]string, 0, len(res.Reasons)), CreatedAt: s.clock()}
 	for i, f := range res.Failures {
 		a.Failures[i] = domain.FailureRef{Test: f.Test, Signature: f.Signature, Occurrences: f.Occurrences,
-			FirstSeenTaskID: f.FirstSeenTaskID}
+			FirstSeenTaskID: f.FirstSeenTaskID, Category: string(f.Category), Confidence: f.Confidence, Evidence: f.Reason.Detail}
+	}
+	for _, c := range res.OtherCategories {
+		a.OtherCategories = append(a.OtherCategories, domain.CategoryCount{Category: string(c.Category), Failures: c.Failures})
 	}
 	for _, r := range res.Reasons {
 		a.Evidence = append(a.Evidence, r.Detail)
@@ -224,8 +228,31 @@ func (s *Service) askModel(ctx context.Context, orgID string, a *domain.Analysis
 		s.log.Warn("the model failed; the built-in analysis stands", "org", orgID, "model", m.Name, "err", err)
 		return errors.New("the model " + m.Name + " failed (" + err.Error() + "); the built-in analysis is shown")
 	}
+	if why := unsupported(f.Category, res); why != "" {
+		s.log.Warn("the model's category contradicts the evidence; the built-in analysis stands", "org", orgID, "model", m.Name, "category", f.Category)
+		return errors.New("the model " + m.Name + " answered " + string(f.Category) + ", which " + why + "; the built-in analysis is shown")
+	}
 	a.Provider, a.Model = string(m.Provider), m.Model
 	a.Category, a.Summary, a.RootCause, a.SuggestedFix, a.Confidence = string(f.Category), f.Summary, f.RootCause,
 		f.SuggestedFix, f.Confidence
 	return nil
+}
+
+// minOverrulingConfidence is how sure the built-in category must be (its rules' measured
+// precision) for a model's contradiction of it to be refused.
+const minOverrulingConfidence = 0.8
+
+// unsupported checks a model's category against the built-in analysis and its evidence: a
+// category no failure of the run shows, against a built-in category this sure, is refused (the
+// reason returned); anything else the model may decide.
+func unsupported(c ai.Category, res *analyzer.Result) string {
+	if c == res.Category || res.Category == ai.Unknown || res.Confidence < minOverrulingConfidence {
+		return ""
+	}
+	for _, f := range res.Failures {
+		if f.Category == c {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no failed test's evidence shows, against the built-in %s at confidence %.2f", res.Category, res.Confidence)
 }

@@ -29,6 +29,15 @@ type Analysis struct {
 	DurationMs int64     `json:"durationMs"`
 	// Triage is a person's category for this run, when someone gave one.
 	Triage *TriageRef `json:"triage"`
+	// OtherCategories are the categories of the run's other failed tests, most severe first
+	// (the run takes its most severe one); none when every failure has the run's category.
+	OtherCategories []CategoryCount `json:"otherCategories,omitempty"`
+}
+
+// CategoryCount is how many of a run's failed tests fell in a category.
+type CategoryCount struct {
+	Category string `json:"category"`
+	Failures int    `json:"failures"`
 }
 
 // FailureRef is one failed test of a run with its signature's history in the organization.
@@ -37,6 +46,11 @@ type FailureRef struct {
 	Signature       string `json:"signature"`
 	Occurrences     int    `json:"occurrences"` // runs of the organization with it, this one included
 	FirstSeenTaskID string `json:"firstSeenTaskId"`
+	// Category, Confidence and Evidence are the built-in analyser's reading of this test alone:
+	// its category, how often the rule that gave it is right on real failures, and why.
+	Category   string  `json:"category,omitempty"`
+	Confidence float64 `json:"confidence,omitempty"`
+	Evidence   string  `json:"evidence,omitempty"`
 }
 
 // TriageRef is a person's category for a run, as shown on the run.

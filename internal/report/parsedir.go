@@ -21,8 +21,11 @@ import (
 // object with top-level "suites" and "config" or "stats" (Playwright's JSON reporter). Byte-
 // identical files count once, so a report copied into two folders is not counted twice.
 //
+// *.trx whose root is <TestRun> is a Visual Studio test results file (.NET's xUnit, NUnit and
+// MSTest through `dotnet test --logger trx`).
+//
 // When several formats hold tests, one format answers for the whole run, the first present of
-// Playwright JSON, Allure, JUnit: projects emit several reporters for one run, and the same
+// Playwright JSON, Allure, JUnit, TRX: projects emit several reporters for one run, and the same
 // test is named differently by each (Playwright's JUnit writes "Describe › title", Allure
 // "title", both with other suites), so matching tests across formats would count some twice.
 // Playwright JSON is preferred because it alone keeps retries and expected failures, Allure
@@ -58,6 +61,8 @@ func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
 		tests = p.playwright
 	case len(p.allure) > 0:
 		tests = mergeAllure(p.allure)
+	case len(p.junit) == 0 && len(p.trx) > 0:
+		tests = p.trx
 	default:
 		tests = p.junit
 	}
@@ -73,6 +78,7 @@ type dirParser struct {
 	tests      int
 	playwright []domain.TestResult
 	junit      []domain.TestResult
+	trx        []domain.TestResult
 	allure     []allureResult
 	problems   []error
 	dropped    int
@@ -139,6 +145,8 @@ func kindOf(name string) string {
 	switch {
 	case strings.HasSuffix(base, ".xml"):
 		return "junit"
+	case strings.HasSuffix(base, ".trx"):
+		return "trx"
 	case strings.HasSuffix(base, "-result.json"):
 		return "allure"
 	case strings.HasSuffix(base, ".json"):
@@ -190,6 +198,9 @@ func (p *dirParser) parse(kind string, data []byte) error {
 	case "junit":
 		tests, err = parseJUnit(data, left)
 		p.junit = append(p.junit, tests...)
+	case "trx":
+		tests, err = parseTRX(data, left)
+		p.trx = append(p.trx, tests...)
 	case "allure":
 		if left == 0 {
 			return fmt.Errorf("%w: more than %d test results", ErrLimit, maxTests)

@@ -1,5 +1,5 @@
 // Package report holds what Verdict does with the folders a run leaves behind: the result
-// parsers (JUnit XML, Allure 2 results, Playwright JSON) that feed the verdict, the report store
+// parsers (JUnit XML, Allure 2 results, Playwright JSON, Visual Studio TRX) that feed the verdict, the report store
 // that keeps and serves the folders, and the signed links that open them.
 //
 // Everything here reads files a tenant's container wrote, so every input is hostile: sizes,

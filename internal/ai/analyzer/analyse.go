@@ -34,6 +34,9 @@ type Input struct {
 type Test struct {
 	domain.TestResult
 	Stack string `json:"stack,omitempty"`
+	// rerun, set by the analyser, says why a failed or passed result is a test that failed and
+	// then passed within the run.
+	rerun string
 }
 
 // FromExecution makes the input of a finished execution and its log.
@@ -53,6 +56,9 @@ type Result struct {
 	Failures        []Failure `json:"failures"`
 	OmittedFailures int       `json:"omittedFailures,omitempty"` // failures past MaxFailures
 	Reasons         []Reason  `json:"reasons"`                   // why the run got its category
+	// OtherCategories are the categories of the run's other failures, most severe first: a
+	// run is labelled by its most severe category, and a mixed run lists the rest here.
+	OtherCategories []CategoryCount `json:"otherCategories,omitempty"`
 	// Evidence is the bounded, structured input for a model provider; it is not part of the
 	// stored analysis.
 	Evidence Evidence `json:"-"`
@@ -71,6 +77,15 @@ type Failure struct {
 	Reason          Reason      `json:"reason"`
 	// Normalized is the text the signature is made of, for recording a triage of this failure.
 	Normalized string `json:"-"`
+	// proposed is the category the deciding rule gives, before a rule too often wrong is
+	// turned into unknown: what the benchmark measures rules by.
+	proposed ai.Category
+}
+
+// CategoryCount is how many of a run's failures fell in a category.
+type CategoryCount struct {
+	Category ai.Category `json:"category"`
+	Failures int         `json:"failures"`
 }
 
 // Reason is a piece of evidence: which rule decided, the text it matched, and a sentence.
@@ -85,7 +100,7 @@ type Reason struct {
 func Signatures(in Input) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range selectFailures(in.Tests) {
+	for _, t := range selectFailures(markRetries(&in)) {
 		msg, stack := t.messageAndStack()
 		if s := signatureOf(normalizeTest(t, msg, stack)); !seen[s] {
 			seen[s] = true
@@ -100,7 +115,7 @@ func Signatures(in Input) []string {
 func TestKeys(in Input) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, t := range selectFailures(in.Tests) {
+	for _, t := range selectFailures(markRetries(&in)) {
 		if k := TestKey(t.Suite, t.Name); !seen[k] {
 			seen[k] = true
 			out = append(out, k)
@@ -127,7 +142,7 @@ func normalizeTest(t *Test, message, stack string) string {
 
 // isRetryPass reports whether a test passed only after failing.
 func isRetryPass(t *Test) bool {
-	return t.Status == domain.TestFlaky || t.Status == domain.TestPassed && t.Retries > 0
+	return t.rerun != "" || t.Status == domain.TestFlaky || t.Status == domain.TestPassed && t.Retries > 0
 }
 
 // selectFailures returns the tests to analyse: failed ones first, then those passed on retry,
@@ -140,7 +155,7 @@ func selectFailures(tests []Test) []*Test {
 			if len(out) == MaxFailures {
 				return out
 			}
-			if retried && isRetryPass(t) || !retried && t.Status == domain.TestFailed {
+			if retried && isRetryPass(t) || !retried && t.Status == domain.TestFailed && t.rerun == "" {
 				out = append(out, t)
 			}
 		}
@@ -152,7 +167,7 @@ func selectFailures(tests []Test) []*Test {
 func countFailures(tests []Test) int {
 	n := 0
 	for i := range tests {
-		if tests[i].Status == domain.TestFailed || isRetryPass(&tests[i]) {
+		if tests[i].Status == domain.TestFailed && tests[i].rerun == "" || isRetryPass(&tests[i]) {
 			n++
 		}
 	}
@@ -166,8 +181,9 @@ type analysed struct {
 	stack      string
 	normalized string
 	signature  string
-	match      match   // the rules' reading, kept even when a triage or history decides
-	triage     *Triage // the triage that decided, if any
+	match      match       // the rules' reading, kept even when a triage or history decides
+	proposed   ai.Category // the deciding rule's category, before an untrusted one is unknown
+	triage     *Triage     // the triage that decided, if any
 	category   ai.Category
 	confidence float64
 	reason     Reason
@@ -178,6 +194,7 @@ type analysed struct {
 func Analyse(in Input, history History, triages []Triage) Result {
 	rc := newRunContext(in.BaseURL)
 	index := newTriageIndex(triages)
+	in.Tests = markRetries(&in)
 	selected := selectFailures(in.Tests)
 	failures := make([]*analysed, 0, len(selected))
 	inRun := map[string]int{}
@@ -190,7 +207,10 @@ func Analyse(in Input, history History, triages []Triage) Result {
 		failures = append(failures, a)
 	}
 	for _, a := range failures {
-		a.decide(rc, index, history)
+		ft := newFailureText(a.message, a.stack)
+		ft.suite = a.test.Suite
+		a.match = applyRules(ft, rc)
+		a.decide(index, history)
 	}
 
 	res := Result{OmittedFailures: countFailures(in.Tests) - len(failures)}
@@ -205,24 +225,32 @@ func Analyse(in Input, history History, triages []Triage) Result {
 			Test: a.test.Name, Suite: a.test.Suite, Status: string(a.test.Status),
 			Signature: a.signature, Occurrences: max(past.Occurrences, 0) + inRun[a.signature],
 			FirstSeenTaskID: first, Category: a.category, Confidence: round2(a.confidence),
-			Reason: a.reason, Normalized: a.normalized,
+			Reason: a.reason, Normalized: a.normalized, proposed: a.proposed,
 		}
 	}
 	logExcerpt := LogExcerpt(in.Log)
 	res.Finding, res.Reasons = conclude(&in, failures, res.Failures, rc, logExcerpt)
+	res.OtherCategories = otherCategories(res.Failures, res.Category)
 	res.Evidence = buildEvidence(&in, &res, failures, logExcerpt)
 	return res
 }
 
-// decide gives a failure its category: passed on retry, then a person's triage, then the rules,
-// which a test's alternating history overrides unless they found the environment broken.
-func (a *analysed) decide(rc *runContext, index *triageIndex, history History) {
+// decide gives a failure its category from its rules' match (a.match, the suite's package
+// known to the rules): passed on retry, then a person's triage, then the rules, which a test's
+// alternating history overrides unless they found the environment broken.
+func (a *analysed) decide(index *triageIndex, history History) {
 	t := a.test
-	a.match = applyRules(newFailureText(a.message, a.stack), rc)
+	defer a.calibrate()
 	if isRetryPass(t) {
 		a.category, a.confidence = ai.Flaky, 0.9
 		a.reason = Reason{Rule: "passed-on-retry", Matched: firstLine(a.message),
 			Detail: fmt.Sprintf("passed after %s", plural(max(t.Retries, 1), "retry", "retries"))}
+		if t.rerun != "" {
+			a.reason.Detail = "failed and then passed within the run: " + t.rerun
+			if a.reason.Matched == "" {
+				a.reason.Matched = boundRunes(t.rerun, maxMatchedBytes)
+			}
+		}
 		return
 	}
 	if tr, sim := index.lookup(a.signature, func() []string { return Tokens(a.normalized) }); tr != nil {

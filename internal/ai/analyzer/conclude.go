@@ -54,6 +54,8 @@ func (a *analysed) explanation() *rule {
 		return retryPassRule
 	case a.reason.Rule == alternatingRule.id:
 		return alternatingRule
+	case a.triage == nil && a.category == ai.Unknown && a.match.rule.category != ai.Unknown:
+		return untrusted(a.match.rule)
 	case a.triage != nil:
 		t := a.triage
 		r := &rule{
@@ -123,6 +125,7 @@ func conclude(in *Input, failures []*analysed, stored []Failure, rc *runContext,
 	// Tests passed on retry count only when nothing failed outright: they did not fail the run.
 	counted := func(g *group) bool { return failed == 0 || g.explanation != retryPassRule }
 	v := weigh(groups, counted)
+	v.dominant = v.mostSevere()
 	slices.SortStableFunc(groups, func(a, b *group) int {
 		for _, first := range []func(*group) bool{counted, func(g *group) bool { return g.explanation.category == v.dominant }} {
 			if first(a) != first(b) {
@@ -166,6 +169,41 @@ func conclude(in *Input, failures []*analysed, stored []Failure, rc *runContext,
 		SuggestedFix: top.explanation.fix,
 		Confidence:   v.confidence(),
 	}, groupReasons(groups, counted)
+}
+
+// severity orders categories for a run's label: a product bug is what a run most needs to
+// say, then a broken environment, a test's own error, a flaky test; unknown last.
+var severity = []ai.Category{ai.ProductBug, ai.Environment, ai.TestBug, ai.Flaky, ai.Unknown}
+
+// mostSevere is the run's category: the most severe category of its counted failures, except
+// that an environment broken for most of them explains the rest (a refused connection fails
+// the assertions after it).
+func (v vote) mostSevere() ai.Category {
+	if 2*v.counts[ai.Environment] > v.total {
+		return ai.Environment
+	}
+	for _, c := range severity {
+		if v.counts[c] > 0 {
+			return c
+		}
+	}
+	return ai.Unknown
+}
+
+// otherCategories lists the categories of a run's failures other than its own, most severe
+// first, with how many failures each has.
+func otherCategories(stored []Failure, run ai.Category) []CategoryCount {
+	counts := map[ai.Category]int{}
+	for _, f := range stored {
+		counts[f.Category]++
+	}
+	var out []CategoryCount
+	for _, c := range severity {
+		if c != run && counts[c] > 0 {
+			out = append(out, CategoryCount{Category: c, Failures: counts[c]})
+		}
+	}
+	return out
 }
 
 // vote is the weight of each category across a run's counted failures.
@@ -304,4 +342,16 @@ func groupReasons(groups []*group, counted func(*group) bool) []Reason {
 
 func clamp01(f float64) float64 {
 	return max(0, min(1, f))
+}
+
+// untrusted is how a failure is phrased when the rule that matched it is too often wrong on
+// the corpus of real failures to decide: unknown, with what the rule saw.
+func untrusted(m *rule) *rule {
+	return &rule{
+		id: m.id, category: ai.Unknown,
+		one: m.one + " (a pattern too often wrong to decide)", many: m.many + " (a pattern too often wrong to decide)",
+		gist:  "what it shows does not decide a category reliably",
+		cause: "The failure matches a pattern (" + m.id + ") that is wrong too often on real failures to decide its category: " + m.cause,
+		fix:   "Read the failing test and the value it got, and triage the failure so later runs learn its category. " + m.fix,
+	}
 }

@@ -41,8 +41,16 @@ var rules = []*rule{
 		fix:   "Raise the run's memory limit, or lower the suite's parallelism (workers, forks) and memory use.",
 	},
 	{
+		id: "container-engine-missing", category: ai.Environment, strength: 0.85,
+		keywords: []string{"could not find a valid docker environment", "previous attempts to find a docker environment failed", "cannot connect to the docker daemon", "is the docker daemon running", "docker: command not found", "error while fetching server api version"},
+		gist:     "the container engine the tests need was not available",
+		one:      "a missing container engine", many: "missing container engines",
+		cause: "The tests start containers (Testcontainers, a compose file), but no container engine was reachable from where they ran: no Docker daemon, or no access to its socket.",
+		fix:   "Give the test run a container engine (the Docker socket, Docker-in-Docker or a remote engine), or run these tests where one is available.",
+	},
+	{
 		id: "connection-refused", category: ai.Environment, strength: 0.85, aboutTarget: true,
-		keywords: []string{"econnrefused", "connection refused", "err_connection_refused", "connectexception", "failed to establish a new connection", "could not connect to server", "connection to server at", "failed without a response"},
+		keywords: []string{"econnrefused", "connection refused", "err_connection_refused", "connectexception", "failed to establish a new connection", "could not connect to server", "connection to server at", "failed without a response", "actively refused it", "could not open a connection to sql server", "network-related or instance-specific error", "mongonetworkerror", "can't reach database server", "unable to connect to the database", "failed to connect to server"},
 		gist:     "the application under test was not reachable",
 		one:      "a connection refusal", many: "connection refusals",
 		cause: "Connections to {target} were refused: the application under test (or a service it needs) was not running or not listening there.",
@@ -74,7 +82,7 @@ var rules = []*rule{
 	},
 	{
 		id: "browser-failure", category: ai.Environment, strength: 0.8,
-		keywords: []string{"executable doesn't exist", "sessionnotcreatedexception", "could not start a new session", "chrome not reachable", "devtoolsactiveport", "browser has disconnected", "target crashed", "page crashed", "session deleted because of page crash", "browsertype.launch", "failed to launch", "no space left on device", "unable to obtain driver"},
+		keywords: []string{"executable doesn't exist", "sessionnotcreatedexception", "could not start a new session", "chrome not reachable", "devtoolsactiveport", "browser has disconnected", "target crashed", "page crashed", "session deleted because of page crash", "browsertype.launch", "failed to launch", "no space left on device", "unable to obtain driver", "executable needs to be in path", "only supports chrome version", "session not created"},
 		gist:     "the browser or test runtime did not start or crashed",
 		one:      "a browser or runtime failure", many: "browser or runtime failures",
 		cause: "The browser or the test runtime failed to start or crashed (browser binaries missing from the image, no WebDriver session, a crashed page, or a full disk).",
@@ -141,7 +149,7 @@ var rules = []*rule{
 	},
 	{
 		id: "locator-not-found", category: ai.TestBug, strength: 0.8,
-		keywords: []string{"waiting for locator(", "waiting for getby", "waiting for selector", "waiting for frame", "unable to locate element", "nosuchelementexception", "no such element", "expected to find element", "never found it", "element(s) not found", "element not found", "resolved to 0 elements", "waiting for visibility of element", "waiting for presence of element", "waiting for element to be clickable", "invalidselectorexception", "is not a valid selector", "waiting for element"},
+		keywords: []string{"waiting for locator(", "waiting for getby", "waiting for selector", "waiting for frame", "unable to locate element", "selenium.nosuchelementexception", "no such element:", "expected to find element", "never found it", "element(s) not found", "element not found", "resolved to 0 elements", "waiting for visibility of element", "waiting for presence of element", "waiting for element to be clickable", "invalidselectorexception", "is not a valid selector", "waiting for element"},
 		gist:     "selectors no longer match the page",
 		one:      "a locator that found no element", many: "locators that found no element",
 		cause: "The test waited for an element its locator never found: the selector no longer matches the page, or the page is not in the state the test assumes.",
@@ -154,6 +162,47 @@ var rules = []*rule{
 		one:      "an element the test could not use", many: "elements the test could not use",
 		cause: "The element was found but was covered, hidden, disabled, detached or stale when the test acted on it.",
 		fix:   "Wait for the element to be ready (visible, enabled, not covered), dismiss overlays first, and query elements again after the page changes.",
+	},
+	{
+		id: "missing-program", category: ai.Environment, strength: 0.75,
+		keywords: []string{"executable file not found", "fork/exec", ": command not found", "is not recognized as an internal or external command"},
+		gist:     "a program the tests run is missing from the runner",
+		one:      "a missing program", many: "missing programs",
+		cause: "The tests start a program (a server, a browser driver, a tool) that is not installed or not built where they ran.",
+		fix:   "Install or build the program in the image the suite runs in, or put it on the PATH of the run.",
+	},
+	{
+		id: "plugin-fixture-missing", category: ai.Environment, strength: 0.7,
+		keywords: pluginFixtures,
+		gist:     "a test plugin is not installed where the suite ran",
+		one:      "a fixture of a plugin that is not installed", many: "fixtures of plugins that are not installed",
+		cause: "The tests use a fixture that a pytest plugin provides (pytest-mock's mocker, pytest-httpx, pytest-benchmark...), and that plugin is not installed in the environment that ran them.",
+		fix:   "Install the suite's test dependencies (the plugin) in the image that runs it.",
+	},
+	{
+		id: "test-definition-error", category: ai.TestBug, strength: 0.85,
+		keywords: []string{"no runnable methods", "should have exactly one public zero-argument constructor", "should have no parameters", "invalidtestclasserror", "data provider mismatch", "methodmatcherexception", "requires a @dataprovider", "did not have matching fixture data", "unresolved constructor arguments", "no suitable constructor was found", "no keyword with name", "consider using the \"jsdom\" test environment", "your test suite must contain at least one test"},
+		gist:     "the test is defined in a way its framework refuses",
+		one:      "a test its framework cannot run", many: "tests their framework cannot run",
+		cause: "The test framework refused the test as written: a class without runnable tests, a data provider or fixture that does not match the test's parameters, a keyword that does not exist, or a test environment the test does not declare.",
+		fix:   "Fix the test's definition at the place the message names (its parameters, fixtures, data provider, keywords or test environment).",
+	},
+	{
+		id: "test-variable-missing", category: ai.TestBug, strength: 0.7,
+		keywords: []string{"variable '${", "variable '@{", "variable '&{"},
+		refine:   notFoundAfter,
+		gist:     "the test uses a variable no one defines",
+		one:      "an undefined test variable", many: "undefined test variables",
+		cause: "The test (or its suite setup) uses a variable that its resources and the run's arguments do not define.",
+		fix:   "Define the variable in the suite's resources, or pass it to the run (robot -v NAME:value).",
+	},
+	{
+		id: "snapshot-mismatch", category: ai.TestBug, strength: 0.6,
+		keywords: []string{"tomatchsnapshot", "does not match stored snapshot", "snapshot obsolete", "snapshots obsolete", "obsolete snapshot", "tomatchinlinesnapshot"},
+		gist:     "stored snapshots no longer match",
+		one:      "an outdated snapshot", many: "outdated snapshots",
+		cause: "The rendered output no longer matches the stored snapshot; most often the snapshot was not updated with an intended change.",
+		fix:   "Review the snapshot diff: if the change is intended, update the snapshot (jest -u); if not, fix the code that renders it.",
 	},
 	{
 		id: "fixture-error", category: ai.TestBug, strength: 0.85,
@@ -172,8 +221,17 @@ var rules = []*rule{
 		fix:   "Fix the test code at the file and line shown; run the suite (or a type checker or linter) locally before pushing.",
 	},
 	{
+		id: "jvm-exception-in-test", category: ai.TestBug, strength: 0.5,
+		keywords: jvmRuntimeExceptions,
+		refine:   raisedAtJVMTestFrame,
+		gist:     "a JVM runtime exception was raised in the test's own frame",
+		one:      "a JVM runtime exception in a test's frame", many: "JVM runtime exceptions in tests' frames",
+		cause: "A runtime exception (a null, a bad cast, an index) was raised in the test method itself: either the test code is wrong, or the product returned a value the test did not expect (a null).",
+		fix:   "Look at the value the test used at the line shown: if the product returned it, fix the product; otherwise fix the test.",
+	},
+	{
 		id: "runtime-error", category: ai.TestBug, strength: 0.75,
-		keywords: []string{"typeerror", "attributeerror", "nullpointerexception", "cannot read propert", "is not a function", "is not iterable", "keyerror", "indexerror", "has no attribute", "'nonetype' object", "illegalstateexception", "classcastexception", "cannot invoke"},
+		keywords: []string{"typeerror", "attributeerror", "nullpointerexception", "cannot read propert", "is not a function", "is not iterable", "keyerror", "indexerror", "has no attribute", "'nonetype' object", "illegalstateexception", "classcastexception", "cannot invoke", "nil pointer dereference", "panic: runtime error", "index out of range", "arrayindexoutofboundsexception", "stringindexoutofboundsexception", "illegalargumentexception", "unsupportedoperationexception", "numberformatexception", "nosuchelementexception", "arraystoreexception", "stackoverflowerror", "nullreferenceexception", "argumentnullexception", "invalidoperationexception"},
 		refine:   raisedInTestCode, inAppCode: appCodeRule,
 		gist: "the test code failed at runtime",
 		one:  "a runtime error in test code", many: "runtime errors in test code",
@@ -212,6 +270,23 @@ var rules = []*rule{
 		one:      "a test that ran out of time", many: "tests that ran out of time",
 		cause: "Tests ran longer than their time limit: the application or its dependencies were slow.",
 		fix:   "Check the application's responsiveness during the run; raise the test timeout only if the work is known to be slow.",
+	},
+	{
+		id: "identical-values", category: ai.TestBug, strength: 0.7,
+		keywords: []string{"not equal", "expected", "!="},
+		refine:   valuesPrintTheSame,
+		gist:     "the compared values are equal but of different types",
+		one:      "a comparison of equal values of different types", many: "comparisons of equal values of different types",
+		cause: "The assertion's expected and actual values print the same: the test compares values of different types (an int with an int64, a string with a number), not a wrong result.",
+		fix:   "Compare values of the same type in the test (convert one side, or use a comparison that ignores the type, like testify's EqualValues).",
+	},
+	{
+		id: "exception-raised", category: ai.TestBug, strength: 0.6,
+		refine: exceptionWithOrigin, inAppCode: appCodeRule,
+		gist: "the test code raised an exception",
+		one:  "an exception raised in test code", many: "exceptions raised in test code",
+		cause: "An exception was raised in the test's own code (the top frame of the stack that is not a library is the suite's).",
+		fix:   "Fix the test code at the top frame of the stack.",
 	},
 	{
 		id: "assertion-mismatch", category: ai.ProductBug, strength: 0.7,
@@ -273,7 +348,7 @@ func applyRules(ft *failureText, rc *runContext) match {
 	for _, r := range rules {
 		at := -1
 		for _, k := range r.keywords {
-			if i := strings.Index(ft.lower, k); i >= 0 {
+			if i := indexKeyword(ft.lower, k); i >= 0 {
 				at = i
 				break
 			}
@@ -378,4 +453,129 @@ func serverErrorStatus(ft *failureText) (float64, int, bool) {
 func anyStatus(ft *failureText) (float64, int, bool) {
 	s, at := ft.httpStatus()
 	return 0, at, s != 0
+}
+
+// pluginFixtures are the lookups of fixtures that pytest plugins provide, failing because the
+// plugin is not installed (lower-case).
+var pluginFixtures = []string{"fixture 'mocker' not found", "fixture 'httpx_mock' not found", "fixture 'benchmark' not found", "fixture 'requests_mock' not found", "fixture 'freezer' not found", "fixture 'aioresponses' not found", "fixture 'snapshot' not found", "fixture 'page' not found", "fixture 'xprocess' not found", "fixture 'event_loop' not found", "fixture 'loop' not found"}
+
+// notFoundAfter confirms a variable lookup that failed: the keyword is followed by "not found".
+func notFoundAfter(ft *failureText) (float64, int, bool) {
+	return 0, -1, strings.Contains(ft.lower, "' not found")
+}
+
+// valuesPrintTheSame confirms an assertion whose expected and actual values read the same,
+// as testify, JUnit and xUnit print them: the difference is in the values' types.
+func valuesPrintTheSame(ft *failureText) (float64, int, bool) {
+	e, a, ok := expectedActual(ft.text)
+	return 0, -1, ok && e != "" && e == a
+}
+
+// expectedActual finds the expected and actual values an assertion prints, in the forms of
+// testify ("expected: X" / "actual  : Y", "X (expected)" / "!= Y (actual)"), JUnit
+// ("expected:<X> but was:<Y>") and xUnit ("Expected: X" / "Actual:   Y").
+func expectedActual(text string) (expected, actual string, ok bool) {
+	if i := strings.Index(text, " (expected)"); i >= 0 {
+		line := text[strings.LastIndexByte(text[:i], '\n')+1 : i]
+		expected = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "Error:"))
+		expected = strings.TrimSpace(strings.TrimPrefix(expected, "Not equal:"))
+		rest := text[i:]
+		if j := strings.Index(rest, "!= "); j >= 0 {
+			if k := strings.Index(rest[j:], " (actual)"); k >= 0 {
+				return expected, strings.TrimSpace(rest[j+3 : j+k]), true
+			}
+		}
+	}
+	lower := asciiLower(text)
+	for _, p := range [][2]string{{"expected: ", "actual  : "}, {"expected: ", "actual:   "}, {"expected:<", "but was:<"}} {
+		i, j := strings.Index(lower, p[0]), strings.Index(lower, p[1])
+		if i < 0 || j < i {
+			continue
+		}
+		e := text[i+len(p[0]):]
+		a := text[j+len(p[1]):]
+		cut := func(v string) string {
+			if n := strings.IndexByte(v, '\n'); n >= 0 {
+				v = v[:n]
+			}
+			if p[0] == "expected:<" {
+				if n := strings.Index(v, "> but was"); n >= 0 {
+					v = v[:n]
+				}
+				v = strings.TrimSuffix(v, ">")
+			}
+			return strings.TrimSpace(v)
+		}
+		return cut(e), cut(a), true
+	}
+	return "", "", false
+}
+
+// exceptionWithOrigin confirms an exception that is not an assertion and whose stack shows
+// where it was raised: the suite's code (a test bug) or, through inAppCode, the product's.
+func exceptionWithOrigin(ft *failureText) (float64, int, bool) {
+	first, _, _ := strings.Cut(ft.text, "\n")
+	lf := asciiLower(first)
+	if !looksLikeException(first) || containsAny(lf, []string{"assert", "comparisonfailure", "expect("}) || indexKeyword(lf, "expected ") >= 0 || indexKeyword(lf, "expected:") >= 0 {
+		return 0, -1, false
+	}
+	o := ft.frameOrigin()
+	return 0, -1, o == "test" || o == "app"
+}
+
+// looksLikeException reports whether a line starts with an exception's type name:
+// "java.lang.IllegalStateException: ...", "System.InvalidOperationException : ...",
+// "TypeError: ...", "panic: ...".
+func looksLikeException(line string) bool {
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "panic: ") {
+		return true
+	}
+	end := strings.IndexAny(line, ": ")
+	if end <= 0 {
+		end = len(line)
+	}
+	name := line[:end]
+	return strings.HasSuffix(name, "Exception") || strings.HasSuffix(name, "Error") && !strings.Contains(name, "Assertion")
+}
+
+// wordStartKeywords match only at the start of a word: "expected " is not in "unexpected ".
+var wordStartKeywords = map[string]bool{"expected ": true, "expected:": true, "expecting": true}
+
+// indexKeyword finds a keyword in a lower-cased text, at a word's start for those that must be.
+func indexKeyword(lower, k string) int {
+	if !wordStartKeywords[k] {
+		return strings.Index(lower, k)
+	}
+	for from := 0; ; {
+		i := strings.Index(lower[from:], k)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		if i == 0 || !isLetter(lower[i-1]) {
+			return i
+		}
+		from = i + 1
+	}
+}
+
+// jvmRuntimeExceptions are the JVM's runtime exceptions (lower-case), which a test's own frame
+// raises as often for a value the product returned as for its own mistake.
+var jvmRuntimeExceptions = []string{"java.lang.nullpointerexception", "java.lang.classcastexception", "java.lang.illegalstateexception", "java.lang.illegalargumentexception", "java.lang.arrayindexoutofboundsexception", "java.lang.indexoutofboundsexception", "java.lang.stringindexoutofboundsexception", "java.util.nosuchelementexception", "java.lang.numberformatexception", "java.lang.unsupportedoperationexception", "java.lang.arithmeticexception"}
+
+// raisedAtJVMTestFrame confirms a JVM runtime exception whose first frame in the suite's package
+// is a test method's own class; one raised in the suite's support code (a page object reading
+// its own null field) is the runtime-error rule's.
+func raisedAtJVMTestFrame(ft *failureText) (float64, int, bool) {
+	root := jvmRootPackage(ft.suite)
+	if root == "" {
+		return 0, -1, false
+	}
+	for _, f := range ft.frames {
+		if cls, ok := jvmFrameClass(f); ok && strings.HasPrefix(cls, root) {
+			return 0, -1, isTestClass(cls) && !isSupportClass(cls)
+		}
+	}
+	return 0, -1, false
 }

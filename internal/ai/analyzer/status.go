@@ -40,7 +40,7 @@ func (ft *failureText) httpStatus() (int, int) {
 		if m == nil {
 			continue
 		}
-		if s, _ := strconv.Atoi(text[m[2]:m[3]]); s >= 100 && s <= 599 {
+		if s, _ := strconv.Atoi(text[m[2]:m[3]]); isHTTPStatus(s) && allHTTPStatuses(text[m[0]:m[1]]) {
 			ft.status, ft.statusAt = s, m[2]
 			break
 		}
@@ -63,4 +63,39 @@ func hasThreeDigits(s string) bool {
 		run = 0
 	}
 	return false
+}
+
+// isHTTPStatus reports whether n is a status HTTP defines (RFC 9110 and its registry), not
+// merely a three-digit number: "expected: <119> but was: <120>" compares counts.
+func isHTTPStatus(n int) bool {
+	switch {
+	case n >= 100 && n <= 103, n >= 200 && n <= 208, n == 226, n >= 300 && n <= 308,
+		n >= 400 && n <= 418, n >= 421 && n <= 426, n == 428, n == 429, n == 431, n == 451,
+		n >= 500 && n <= 508, n == 510, n == 511:
+		return true
+	}
+	return false
+}
+
+// allHTTPStatuses reports whether every three-digit number in a pattern's match (the expected
+// status as well as the actual one) is an HTTP status.
+func allHTTPStatuses(match string) bool {
+	for i := 0; i < len(match); {
+		if !isDigit(match[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(match) && isDigit(match[j]) {
+			j++
+		}
+		if j-i == 3 {
+			n, _ := strconv.Atoi(match[i:j])
+			if !isHTTPStatus(n) {
+				return false
+			}
+		}
+		i = j
+	}
+	return true
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"verdict/internal/domain"
@@ -81,8 +82,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		// first: a script's fetch of the page before would otherwise swallow it.
 		st.flash = takeFlash(w, r, s.secure)
 	}
-	var buf bytes.Buffer
-	err := s.pages[name].ExecuteTemplate(&buf, "layout", page{Title: title, User: st.user, Org: st.org,
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	err := s.pages[name].ExecuteTemplate(buf, "layout", page{Title: title, User: st.user, Org: st.org,
 		CSRF: st.csrf, Nav: name, CanWrite: st.p != nil && st.p.CanWrite(), Flash: st.flash,
 		Live: s.tickets != nil && s.pages[name].Lookup("live") != nil, Data: data})
 	if err != nil {
@@ -95,11 +97,25 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	_, _ = w.Write(buf.Bytes())
 }
 
+// pageBuffers hold pages while they render (a page is written whole, or not at all, when its
+// template fails): reused, a page costs no buffer growth, the runs list's 200 KB allocated
+// afresh at each request.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putPageBuffer(b *bytes.Buffer) {
+	if b.Cap() > 1<<20 {
+		return // a rare big page: let it go rather than keep a megabyte per pooled buffer
+	}
+	b.Reset()
+	pageBuffers.Put(b)
+}
+
 // renderPart answers one template of a page (part), for a script to swap into the page.
 func (s *Server) renderPart(w http.ResponseWriter, r *http.Request, name, part string, data any) {
 	st := stateOf(r)
-	var buf bytes.Buffer
-	err := s.pages[name].ExecuteTemplate(&buf, part, page{User: st.user, Org: st.org, CSRF: st.csrf, Nav: name,
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	err := s.pages[name].ExecuteTemplate(buf, part, page{User: st.user, Org: st.org, CSRF: st.csrf, Nav: name,
 		CanWrite: st.p != nil && st.p.CanWrite(), Data: data})
 	if err != nil {
 		s.log.Error("rendering a part of a page", "page", name, "part", part, "err", err)

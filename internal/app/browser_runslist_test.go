@@ -17,7 +17,8 @@ import (
 // runs from elsewhere (the API, as CI does): each run that belongs in the list on screen shows
 // there as it is queued and follows its status, without a reload, whether the list is empty,
 // filtered or a page other than the first; a run that does not belong (another status) does
-// not show. A finished row tells its story: test counts with their bar, branch and commit.
+// not show. A finished row tells its story: test counts with their bar, branch and commit; a
+// failed run's page says that the analysis is off and where an admin turns it on.
 func TestBrowserRunsListLive(t *testing.T) {
 	testenv.DockerHost(t)
 	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true})
@@ -76,6 +77,15 @@ func TestBrowserRunsListLive(t *testing.T) {
 		t.Fatalf("the empty state stayed beside the new run: %q", got)
 	}
 	c.check("runs-live")
+
+	// The failed run's page says the organization's analysis is off, and links its admin to
+	// the setting.
+	c.open("/runs/live-first")
+	c.wantPage("failed run, analysis off", 200, "Failure analysis is off for this organization")
+	if n := eval[int](c, `document.querySelectorAll('#analysis-off a[href="/settings#analysis-setting"]').length`); n != 1 {
+		t.Fatal("the admin has no link to the analysis setting on a failed run's page")
+	}
+	c.check("run-analysis-off")
 
 	// A list filtered by status: a run that reaches that status shows; one that does not, never.
 	c.open("/runs?status=PASSED")

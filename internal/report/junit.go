@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"strings"
+	"unicode"
 
 	"verdict/internal/domain"
 )
@@ -20,7 +22,9 @@ import (
 //   - Gradle's test-retry plugin repeats a <testcase> inside its <testsuite>: a repeated
 //     classname and name in the same suite element is another attempt of the same test.
 //   - The suite is the innermost <testsuite>'s name, or the classname where that name says
-//     nothing (missing, or pytest's default "pytest").
+//     nothing (missing, pytest's default "pytest", or an engine of the JUnit Platform console
+//     launcher: "JUnit Jupiter", "JUnit Vintage").
+//   - A JVM exception keeps its type, message and (bounded) stack trace.
 //
 // The file parses whole or not at all; ErrUnrecognized when the root is not a test suite.
 func ParseJUnit(data []byte) ([]domain.TestResult, error) { return parseJUnit(data, maxTests) }
@@ -77,7 +81,7 @@ func parseJUnit(data []byte, limit int) ([]domain.TestResult, error) {
 				}
 				suite := c.suite
 				if len(scopes) > 0 {
-					if s := scopes[len(scopes)-1].name; s != "" && s != "pytest" {
+					if s := scopes[len(scopes)-1].name; !engineSuite(s) {
 						suite = s
 					}
 				}
@@ -135,14 +139,63 @@ type junitOutcome struct {
 	StackTrace string `xml:"stackTrace"`
 }
 
-// text is the outcome's most useful line of explanation: the message, else the body.
+// text is the outcome's explanation. An exception of the JVM's (a qualified class name as its
+// type) reads as Java users read it: its type, its message and its stack (bounded), which the
+// body holds as the JVM printed it ("type: message" then the "at" frames); the type is put
+// first when the body leaves it out. Other runners: the message, else the body.
 func (o junitOutcome) text() string {
+	if jvmException(o.Type) {
+		head := strings.TrimSpace(o.Message)
+		if !strings.HasPrefix(head, o.Type) {
+			head = strings.TrimSuffix(o.Type+": "+head, ": ")
+		}
+		body := strings.TrimSpace(o.Text)
+		if body == "" {
+			body = strings.TrimSpace(o.StackTrace)
+		}
+		switch {
+		case body == "":
+			return errorText(head)
+		case strings.HasPrefix(body, o.Type):
+			return errorText(body)
+		}
+		return errorText(head + "\n" + body)
+	}
 	for _, s := range []string{o.Message, o.Text, o.StackTrace, o.Type} {
 		if t := errorText(s); t != "" {
 			return t
 		}
 	}
 	return ""
+}
+
+// jvmException tells a JVM exception's class name (java.lang.NumberFormatException,
+// org.opentest4j.AssertionFailedError, kotlin.KotlinNullPointerException): dotted
+// identifiers, the last one a class's.
+func jvmException(t string) bool {
+	parts := strings.Split(t, ".")
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.ContainsFunc(p, func(r rune) bool {
+			return !(r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		}) {
+			return false
+		}
+	}
+	last := parts[len(parts)-1]
+	return unicode.IsUpper(rune(last[0]))
+}
+
+// engineSuite tells a <testsuite> name that names the runner, not the tests: pytest's default,
+// and the JUnit Platform console launcher's engines.
+func engineSuite(name string) bool {
+	switch name {
+	case "", "pytest", "JUnit Jupiter", "JUnit Vintage", "JUnit Platform Suite":
+		return true
+	}
+	return false
 }
 
 // readTestcase consumes one <testcase> element; suite holds its classname.

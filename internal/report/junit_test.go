@@ -48,11 +48,11 @@ func TestParseJUnitSamples(t *testing.T) {
 		}},
 		{"TEST-com.acme.checkout.PaymentServiceTest.xml", []want{
 			{pay, "chargesCard", passed, 412, 0, ""},
-			{pay, "retriesGatewayTimeout", flaky, 1203, 1, "expected: <200> but was: <503>"},
-			{pay, "refundsPartially", failed, 803, 2, "expected: <40.00> but was: <39.99>"},
-			{pay, "connectsToLedger", flaky, 257, 2, "Connection refused"},
+			{pay, "retriesGatewayTimeout", flaky, 1203, 1, "org.opentest4j.AssertionFailedError: expected: <200> but was: <503>\n\tat org.junit"},
+			{pay, "refundsPartially", failed, 803, 2, "org.opentest4j.AssertionFailedError: expected: <40.00> but was: <39.99>\n\tat com.acme"},
+			{pay, "connectsToLedger", flaky, 257, 2, "java.net.ConnectException: Connection refused"},
 			{pay, "supportsCrypto", skipped, 0, 0, ""},
-			{pay, "voidsAuthorization", failed, 21, 0, `Cannot invoke "com.acme.ledger.Entry.amount()"`},
+			{pay, "voidsAuthorization", failed, 21, 0, `java.lang.NullPointerException: Cannot invoke "com.acme.ledger.Entry.amount()"`},
 		}},
 		{"TEST-com.acme.LegacyExportTest.xml", []want{
 			{"com.acme.LegacyExportTest", "exportsFullCatalogue", passed, 1_204_500, 0, ""},
@@ -200,4 +200,56 @@ func FuzzJUnit(f *testing.F) {
 		}
 		checkInvariants(t, got)
 	})
+}
+
+// The JUnit Platform console launcher's XML (its legacy reporter) names the suite after its
+// engine, "JUnit Jupiter": the suite is each test's class. A JVM exception keeps its type,
+// message and stack, as Java users read it; an exception without a message, or reported
+// without its stack, still leads with its type.
+func TestParseJUnitConsoleLauncher(t *testing.T) {
+	xml := `<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="JUnit Jupiter" tests="4" skipped="0" failures="3" errors="0" timestamp="2026-05-01T10:00:00" hostname="ci" time="0.123">
+<properties><property name="java.version" value="17.0.12"/></properties>
+<testcase name="parsesOrderNumber()" classname="com.shop.OrderParserTest" time="0.02">
+<failure message="For input string: &quot;ORD-17&quot;" type="java.lang.NumberFormatException">java.lang.NumberFormatException: For input string: "ORD-17"
+	at java.base/java.lang.NumberFormatException.forInputString(NumberFormatException.java:67)
+	at java.base/java.lang.Integer.parseInt(Integer.java:662)
+	at com.shop.OrderParser.parse(OrderParser.java:9)
+	at com.shop.OrderParserTest.parsesOrderNumber(OrderParserTest.java:14)
+</failure>
+<system-out><![CDATA[unique-id: [engine:junit-jupiter]/[class:com.shop.OrderParserTest]/[method:parsesOrderNumber()]
+]]></system-out>
+</testcase>
+<testcase name="voids()" classname="com.shop.OrderServiceTest" time="0.003">
+<failure type="java.lang.NullPointerException">java.lang.NullPointerException
+	at com.shop.OrderService.voidOrder(OrderService.java:40)
+</failure>
+</testcase>
+<testcase name="refunds()" classname="com.shop.OrderServiceTest" time="0.004">
+<failure message="expected: &lt;40.00&gt; but was: &lt;39.99&gt;" type="org.opentest4j.AssertionFailedError"/>
+</testcase>
+<testcase name="totals()" classname="com.shop.OrderParserTest" time="0.001"/>
+</testsuite>`
+	got, err := ParseJUnit([]byte(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ suite, name, errPrefix string }{
+		{"com.shop.OrderParserTest", "parsesOrderNumber()", "java.lang.NumberFormatException: For input string: \"ORD-17\"\n\tat java.base/java.lang.NumberFormatException.forInputString"},
+		{"com.shop.OrderServiceTest", "voids()", "java.lang.NullPointerException\n\tat com.shop.OrderService.voidOrder(OrderService.java:40)"},
+		{"com.shop.OrderServiceTest", "refunds()", "org.opentest4j.AssertionFailedError: expected: <40.00> but was: <39.99>"},
+		{"com.shop.OrderParserTest", "totals()", ""},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Suite != w.suite || g.Name != w.name || !strings.HasPrefix(g.Error, w.errPrefix) || (w.errPrefix == "") != (g.Error == "") {
+			t.Errorf("result %d: %q / %q error %q, want %q / %q error starting %q", i, g.Suite, g.Name, g.Error, w.suite, w.name, w.errPrefix)
+		}
+	}
+	if !strings.Contains(got[0].Error, "at com.shop.OrderParserTest.parsesOrderNumber(OrderParserTest.java:14)") {
+		t.Errorf("the stack lost its frames: %q", got[0].Error)
+	}
 }

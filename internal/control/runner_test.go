@@ -415,3 +415,34 @@ func TestRunnerRefusesAMalformedCommand(t *testing.T) {
 		t.Fatalf("containers started: %v", started)
 	}
 }
+
+// With no report folders named, the results are found where the frameworks write them by
+// default: Maven Surefire's target/surefire-reports, Gradle's build/test-results/<task>, a
+// reporter's results/ (here Playwright's junit reporter), Cypress's reporters' folders.
+func TestRunnerFindsResultsInTheFrameworksFolders(t *testing.T) {
+	files := map[string]string{
+		"target/surefire-reports/TEST-com.shop.OrderTest.xml": `<testsuite name="com.shop.OrderTest"><testcase classname="com.shop.OrderTest" name="totals"/></testsuite>`,
+		"build/test-results/test/TEST-com.shop.CartTest.xml":  `<testsuite name="com.shop.CartTest"><testcase classname="com.shop.CartTest" name="adds"/></testsuite>`,
+		"results/junit.xml":                 `<testsuites><testsuite name="cart.spec.ts"><testcase classname="cart.spec.ts" name="checks out"/></testsuite></testsuites>`,
+		"cypress/results/results-1234.xml":  `<testsuites><testsuite name="login"><testcase classname="login" name="signs in"/></testsuite></testsuites>`,
+		"src/main/java/com/shop/Order.java": "class Order {}",
+	}
+	b := newFakeBackend(files)
+	b.autoExit = true
+	f := newRunnerFixture(t, b, domain.PlanEnterprise, 1)
+	f.queue("a")
+	f.eventually("run a to finish", func() bool { return f.get("a").Status.Final() })
+	e := f.get("a")
+	if e.Status != domain.ExecPassed || e.Summary.Total != 4 {
+		t.Fatalf("run a: %s, %+v (reports %v, notes %v)", e.Status, e.Summary, e.ReportDirs, e.Notes)
+	}
+	want := []string{"results", "target/surefire-reports", "build/test-results", "cypress/results"}
+	for _, d := range want {
+		if !slices.Contains(e.ReportDirs, d) {
+			t.Fatalf("reports %v, want %v among them", e.ReportDirs, want)
+		}
+	}
+	if slices.ContainsFunc(e.ReportDirs, func(d string) bool { return strings.HasPrefix(d, "src") }) {
+		t.Fatalf("reports %v keep the sources", e.ReportDirs)
+	}
+}

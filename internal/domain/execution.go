@@ -127,8 +127,13 @@ func ValidEnvName(name string) bool { return envNamePattern.MatchString(name) }
 // DefaultTimeout is a run's timeout when neither request nor project sets one.
 const DefaultTimeout = 30 * time.Minute
 
-// DefaultReportFolders are copied out of /app after a run unless a project names others.
-var DefaultReportFolders = []string{"playwright-report", "allure-results", "allure-report", "test-results", "reports", "junit"}
+// DefaultReportFolders are copied out of /app after a run unless a project names others: the
+// folders the frameworks' reporters write to by default or by custom (Playwright's html report
+// and its json and junit reporters' usual results/, Allure, Maven Surefire and Failsafe,
+// Gradle, Cypress's reporters), and the generic names.
+var DefaultReportFolders = []string{"playwright-report", "allure-results", "allure-report", "test-results", "reports",
+	"junit", "results", "target/surefire-reports", "target/failsafe-reports", "build/test-results", "cypress/results",
+	"cypress/reports"}
 
 // EnvVar is a project variable; a secret's Value is encrypted at rest and never returned.
 type EnvVar struct {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,16 +94,28 @@ func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
 		testenv.TarEntry{Name: "node_modules/x.js", Body: "x"},
 	)
 	rep, err := peer.Upload(ctx, w.ID, bytes.NewReader(archive))
-	if err != nil || len(rep.Dirs) != 1 || rep.Dirs[0] != "junit" || rep.Bytes == 0 || len(rep.Tests) != 1 ||
+	// The suite wrote results and no HTML report: Verdict's results report is kept beside them,
+	// as its index, with the secret masked as in the results.
+	if err != nil || !slices.Equal(rep.Dirs, []string{"junit", report.ResultsFolder}) ||
+		!slices.Equal(rep.Indexes, []string{report.ResultsFolder}) || rep.Bytes == 0 || len(rep.Tests) != 1 ||
 		rep.Tests[0].Name != "uses "+run.Mask {
 		t.Fatalf("Upload: %+v, %v", rep, err)
+	}
+	rc, _, err := reports.Open(ctx, w.OrganizationID, w.TaskID, report.ResultsFolder+"/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Contains(page, []byte("uses "+run.Mask)) || bytes.Contains(page, []byte("s3cret")) {
+		t.Fatalf("results report: %s", page)
 	}
 	exit := 0
 	if err := peer.Done(ctx, w.ID, run.Result{Status: domain.ExecPassed, ExitCode: &exit, FinishedAt: time.Now(), Reports: rep}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := st.Executions().Get(ctx, org.ID, "good")
-	if err != nil || e.Status != domain.ExecPassed || len(e.ReportDirs) != 1 || e.Summary.Total != 1 {
+	if err != nil || e.Status != domain.ExecPassed || len(e.ReportDirs) != 2 || e.Summary.Total != 1 {
 		t.Fatalf("settled run: %+v, %v", e, err)
 	}
 	if got, err := st.Organizations().Get(ctx, org.ID); err != nil || got.StorageUsedBytes != rep.Bytes {

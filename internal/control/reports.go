@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"verdict/internal/billing"
 	"verdict/internal/domain"
@@ -107,6 +108,9 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 		// since every view of the run reads that list back whole.
 		var dropped int
 		f.Summary = domain.Summarize(tests)
+		if len(tests) > 0 && len(f.Indexes) == 0 && !slices.Contains(f.Dirs, report.ResultsFolder) {
+			p.keepResultsReport(ctx, e, tests, &f, limit(), log)
+		}
 		f.Tests, dropped = domain.KeepTests(tests)
 		if dropped > 0 {
 			f.Notes = append(f.Notes, fmt.Sprintf("%d more tests were not kept: a run keeps at most %d tests and %d KiB "+
@@ -114,6 +118,25 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 		}
 	}
 	return f, nil
+}
+
+// keepResultsReport stores a results report of tests for a run whose suite wrote results but
+// no HTML report, and lists it with the run's reports: every run with results has a report.
+func (p *peer) keepResultsReport(ctx context.Context, e *domain.Execution, tests []domain.TestResult, f *run.Reports,
+	room int64, log *slog.Logger) {
+	archive, err := report.ResultsArchive(e.TaskID, tests)
+	if err == nil {
+		var n int64
+		if n, err = p.Reports.Put(ctx, e.OrganizationID, e.TaskID, archive, report.ResultsFolder, room); err == nil {
+			f.Dirs, f.Indexes, f.Bytes = append(f.Dirs, report.ResultsFolder), append(f.Indexes, report.ResultsFolder), f.Bytes+n
+			return
+		}
+	}
+	if errors.Is(err, report.ErrTooLarge) {
+		f.Notes = append(f.Notes, "the results report was not kept: it would pass the organization's storage limit")
+		return
+	}
+	log.Warn("storing the results report failed", "err", err)
 }
 
 // parseReports reads the test results in the run's stored reports.

@@ -384,7 +384,7 @@ func TestRunnerBigAppFallsBackToFolders(t *testing.T) {
 	want := []string{"playwright-report", "allure-results", "junit"}
 	for _, task := range []string{"a", "b"} {
 		if e := f.get(task); e.Status != domain.ExecPassed || !slices.Equal(e.ReportDirs, want) {
-			t.Fatalf("run %s: %s, reports %v notes %v", task, e.Status, e.ReportDirs, e.Notes)
+			t.Fatalf("run %s: %s %q, reports %v notes %v", task, e.Status, e.Error, e.ReportDirs, e.Notes)
 		}
 	}
 	if got := f.b.copiesOf("a"); len(got) == 0 || got[0] != appDir || slices.Contains(got, appDir+"/allure-results") {

@@ -122,10 +122,13 @@ type APIKeyRepo interface {
 	TouchLastUsed(ctx context.Context, orgID, id string, at time.Time) error
 }
 
-// AuditRepo appends audit entries.
+// AuditRepo appends audit entries and reads them; it has no method that changes or deletes one.
 type AuditRepo interface {
 	Append(ctx context.Context, e *domain.AuditEntry) error
 	List(ctx context.Context, orgID string, limit int) ([]domain.AuditEntry, error) // newest first
+	// Find returns the page of entries f selects, newest first, with their actors' names, and
+	// how many entries f selects without its page.
+	Find(ctx context.Context, orgID string, f domain.AuditFilter) ([]domain.AuditEntry, int, error)
 }
 
 // Mail is one outgoing e-mail in the durable outbox.

@@ -229,6 +229,7 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/organization/ai-config", routeOpts{access: bearer, limit: "strict"}, s.patchAIConfig)
 	s.handle("GET /api/organization/retention", routeOpts{access: bearerOrKey, limit: "api"}, s.getRetention)
 	s.handle("PATCH /api/organization/retention", routeOpts{access: bearer, limit: "strict"}, s.patchRetention)
+	s.handle("GET /api/audit", routeOpts{access: bearerOrKey, limit: "api"}, s.listAudit)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)
@@ -330,7 +331,8 @@ func (s *Server) pages(h http.Handler) http.Handler {
 			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 			return
 		}
-		h.ServeHTTP(w, r)
+		// The dashboard's changes are audited with the client's address, as the API's are.
+		h.ServeHTTP(w, r.WithContext(domain.WithClientIP(r.Context(), clientIP(r, s.proxies))))
 	})
 }
 

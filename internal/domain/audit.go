@@ -23,6 +23,16 @@ func (f AuditFilter) ActionPrefix() (string, bool) {
 	return strings.CutSuffix(f.Action, "*")
 }
 
+// The audit log's actors of changes no member made.
+const (
+	// AuditOperator made a change by an operator's command (verdict admin).
+	AuditOperator = "operator:verdict-admin"
+	// AuditPaymentProvider changed a plan through the payment provider's webhook.
+	AuditPaymentProvider = "billing:payment-provider"
+	// AuditSystem made a change from a background job (the erasure of an organization).
+	AuditSystem = "system"
+)
+
 type clientIPKey struct{}
 
 // WithClientIP returns ctx carrying the address of the request being served, for the audit

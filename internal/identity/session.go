@@ -110,6 +110,10 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			return err
 		}
 		if in.InviteToken != "" {
+			if err := s.audit(ctx, tx, &Principal{OrgID: org.ID, UserID: user.ID}, "invitation.accepted", "user", user.ID,
+				map[string]any{"email": user.Email, "role": user.Role}); err != nil {
+				return err
+			}
 			if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 				return err
 			}

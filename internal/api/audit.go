@@ -1,66 +1,40 @@
 package api
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"verdict/internal/domain"
+	"verdict/internal/identity"
 )
 
-// auditEntryView is an audit entry as the API shows it.
+// auditEntryView is an audit entry as the API shows it (identity.AuditRecord, its time in the
+// API's form).
 type auditEntryView struct {
-	ID        string          `json:"id"`
-	ActorID   string          `json:"actorId"`
-	ActorName string          `json:"actorName"`
-	Action    string          `json:"action"`
-	Target    auditTargetView `json:"target"`
-	Details   map[string]any  `json:"details"`
-	IP        string          `json:"ip"`
-	CreatedAt string          `json:"createdAt"`
+	identity.AuditRecord
+	CreatedAt string `json:"createdAt"`
 }
-
-type auditTargetView struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
-
-func auditView(e *domain.AuditEntry) auditEntryView {
-	details := e.Details
-	if details == nil {
-		details = map[string]any{}
-	}
-	name := e.ActorName
-	if name == "" {
-		name = systemActors[e.ActorID]
-	}
-	return auditEntryView{ID: e.ID, ActorID: e.ActorID, ActorName: name, Action: e.Action,
-		Target: auditTargetView{Type: e.TargetType, ID: e.TargetID}, Details: details, IP: e.IP, CreatedAt: ts(e.CreatedAt)}
-}
-
-// systemActors name the actors of changes no member made.
-var systemActors = map[string]string{domain.AuditOperator: "operator", domain.AuditPaymentProvider: "payment provider",
-	domain.AuditSystem: "system"}
 
 // auditFilter reads the audit log's filters: actor, action (a trailing * for a prefix), since
-// and until (RFC 3339), limit and offset.
+// and until (RFC 3339), limit and offset; and the export format.
 func auditFilter(r *http.Request) (domain.AuditFilter, string, *domain.Error) {
 	q := query{v: r.URL.Query()}
 	f := domain.AuditFilter{ActorID: q.v.Get("actor"), Action: q.v.Get("action"),
 		Limit: q.int("limit", 50, 1, 500), Offset: q.int("offset", 0, 0, 1<<30)}
-	for name, at := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
-		if v := q.v.Get(name); v != "" {
+	for _, p := range []struct {
+		name string
+		at   *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.v.Get(p.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil && q.bad == nil {
-				q.bad = domain.BadRequest("Validation error", name+" must be a time in RFC 3339 form, e.g. 2026-11-28T09:00:00Z")
+				q.bad = domain.BadRequest("Validation error", p.name+" must be a time in RFC 3339 form, e.g. 2026-11-28T09:00:00Z")
 			}
-			*at = t
+			*p.at = t
 		}
 	}
 	format := q.v.Get("format")
-	if format != "" && format != "csv" && format != "jsonl" && q.bad == nil {
+	if _, known := identity.AuditFormats[format]; format != "" && !known && q.bad == nil {
 		q.bad = domain.BadRequest("Validation error", "format must be csv or jsonl")
 	}
 	return f, format, q.bad
@@ -85,83 +59,49 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	views := make([]auditEntryView, len(entries))
 	for i := range entries {
-		views[i] = auditView(&entries[i])
+		views[i] = auditEntryView{AuditRecord: identity.Record(&entries[i]), CreatedAt: ts(entries[i].CreatedAt)}
 	}
 	ok(w, obj{"data": obj{"entries": views, "total": total}})
 }
 
-// auditCSVHeader names the export's columns.
-var auditCSVHeader = []string{"id", "createdAt", "actorId", "actorName", "action", "targetType", "targetId", "ip", "details"}
-
 // exportAudit streams the entries as CSV or JSON lines. The answer starts with the first entry
 // (or at the end, for none), so a refusal before it is still the API's error body; a failure
-// after it cuts the stream, which a client sees as a truncated download.
+// after it cuts the connection, so a file that looks complete is.
 func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request, f domain.AuditFilter, format string) {
-	started := false
-	var cw *csv.Writer
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	n := 0
+	write, flush := identity.AuditEncoder(w, format)
+	started, n := false, 0
 	start := func() {
 		started = true
 		h := w.Header()
+		h.Set("Content-Type", identity.AuditFormats[format])
+		h.Set("Content-Disposition", `attachment; filename="audit.`+format+`"`)
 		h.Set("Cache-Control", "no-store")
-		if format == "csv" {
-			h.Set("Content-Type", "text/csv; charset=utf-8")
-			h.Set("Content-Disposition", `attachment; filename="audit.csv"`)
-			cw = csv.NewWriter(w)
-			_ = cw.Write(auditCSVHeader)
-		} else {
-			h.Set("Content-Type", "application/x-ndjson")
-			h.Set("Content-Disposition", `attachment; filename="audit.jsonl"`)
-		}
 		w.WriteHeader(http.StatusOK)
-	}
-	flush := func() {
-		if cw != nil {
-			cw.Flush()
-		}
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
 	}
 	err := s.identity.ExportAudit(r.Context(), principalFrom(r), f, func(e *domain.AuditEntry) error {
 		if !started {
 			start()
 		}
-		v := auditView(e)
-		if cw != nil {
-			details, _ := json.Marshal(v.Details)
-			if err := cw.Write([]string{v.ID, v.CreatedAt, csvCell(v.ActorID), csvCell(v.ActorName), csvCell(v.Action),
-				csvCell(v.Target.Type), csvCell(v.Target.ID), v.IP, csvCell(string(details))}); err != nil {
-				return err
-			}
-		} else if err := enc.Encode(v); err != nil {
+		if err := write(e); err != nil {
 			return err
 		}
 		if n++; n%500 == 0 {
-			flush()
+			if err := flush(); err != nil {
+				return err
+			}
+			_ = http.NewResponseController(w).Flush() // a writer that cannot flush keeps buffering
 		}
 		return r.Context().Err()
 	})
-	if err != nil && !started {
+	switch {
+	case err != nil && !started:
 		s.fail(w, r, err, "Failed to export the audit log")
-		return
-	}
-	if err != nil {
+	case err != nil:
 		panic(http.ErrAbortHandler) // cut the stream: a complete-looking file must be complete
+	default:
+		if !started {
+			start()
+		}
+		_ = flush()
 	}
-	if !started {
-		start()
-	}
-	flush()
-}
-
-// csvCell keeps a spreadsheet from reading a cell as a formula: a cell starting with =, +, -,
-// @, a tab or a carriage return is written after a single quote.
-func csvCell(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-		return "'" + v
-	}
-	return v
 }

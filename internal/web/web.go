@@ -213,6 +213,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.takes("strict", s.checkout))))
 	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.takes("strict", s.portal))))
 	s.mux.HandleFunc("GET /settings", s.signedIn(s.settings))
+	s.mux.HandleFunc("GET /settings/audit", s.signedIn(s.auditPage))
+	s.mux.HandleFunc("GET /settings/audit/export", s.signedIn(s.auditExport))
 	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.takes("strict", s.updateOrganization))))
 	s.mux.HandleFunc("POST /settings/retention", s.signedIn(s.csrf(s.takes("strict", s.updateRetention))))
 	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.takes("strict", s.setDefaultModel))))

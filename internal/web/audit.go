@@ -15,15 +15,15 @@ import (
 const auditPageSize = 50
 
 type auditData struct {
-	Entries            []identity.AuditRecord
-	Total              int
-	Actor, Action      string
-	Since, Until       string // as typed: dates (YYYY-MM-DD, UTC)
-	Members            []domain.User
-	PrevURL, NextURL   string
-	CSVURL, JSONLURL   string
-	First, Last        int
-	FilterError        *domain.Error
+	Entries          []identity.AuditRecord
+	Total            int
+	Actor, Action    string
+	Since, Until     string // as typed: dates (YYYY-MM-DD, UTC)
+	Members          []domain.User
+	PrevURL, NextURL string
+	CSVURL, JSONLURL string
+	First, Last      int
+	FilterError      *domain.Error
 }
 
 // auditFilterOf reads the page's filters: actor, action, since and until as dates (until

@@ -33,6 +33,7 @@ type Store interface {
 	Invitations() InvitationRepo
 	APIKeys() APIKeyRepo
 	Audit() AuditRepo
+	SSO() SSORepo
 	Outbox() OutboxRepo
 	Tests() TestRepo
 	Projects() ProjectRepo
@@ -120,6 +121,16 @@ type APIKeyRepo interface {
 	List(ctx context.Context, orgID string) ([]domain.APIKey, error)
 	Delete(ctx context.Context, orgID, id string) error
 	TouchLastUsed(ctx context.Context, orgID, id string, at time.Time) error
+}
+
+// SSORepo holds organizations' OpenID Connect providers and the e-mail domains each claims.
+type SSORepo interface {
+	Get(ctx context.Context, orgID string) (*domain.SSOConfig, error)
+	// Put creates or replaces the organization's provider and its domains; a domain another
+	// organization claims is ErrConflict, and nothing changes.
+	Put(ctx context.Context, c *domain.SSOConfig) error
+	// ByDomain finds the provider that claims an e-mail domain.
+	ByDomain(ctx context.Context, emailDomain string) (*domain.SSOConfig, error)
 }
 
 // AuditRepo appends audit entries and reads them; it has no method that changes or deletes one.

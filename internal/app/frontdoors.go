@@ -40,7 +40,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
 		Notifications: w.notify,
-		SourceControl: w.scm})
+		SourceControl: w.scm, SSO: w.sso})
 	a.API = api.New(api.Deps{
 		Identity:       ids,
 		Executions:     execs,
@@ -53,6 +53,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		Gates:          a.histories,
 		SourceControl:  w.scm,
 		Notifications:  w.notify,
+		SSO:            w.sso,
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

@@ -374,12 +374,29 @@ func (s *Service) Finish(ctx context.Context, cb Callback) (*identity.Session, e
 		return nil, errIDToken
 	}
 	var claims struct {
+		Subject       string `json:"sub"`
 		Email         string `json:"email"`
 		EmailVerified any    `json:"email_verified"`
 		Name          string `json:"name"`
 	}
-	if err := idt.Claims(&claims); err != nil || claims.Email == "" {
-		return nil, domain.Forbidden("No e-mail address", "The identity provider's token names no e-mail address; ask it for the email scope")
+	if err := idt.Claims(&claims); err != nil {
+		return nil, errIDToken
+	}
+	if claims.Email == "" {
+		// Many providers put the address only in the UserInfo answer for the code flow; that
+		// answer counts only for the ID token's subject.
+		ui, err := prov.UserInfo(octx, oauth2.StaticTokenSource(tok))
+		if err != nil {
+			s.log.Warn("reading a provider's UserInfo failed", "org", f.OrgID, "issuer", c.Issuer, "err", err)
+			return nil, domain.Upstream("Identity provider unreachable", "The provider's UserInfo endpoint did not answer")
+		}
+		if ui.Subject != idt.Subject || ui.Claims(&claims) != nil {
+			return nil, errIDToken
+		}
+		claims.EmailVerified = ui.EmailVerified
+	}
+	if claims.Email == "" {
+		return nil, domain.Forbidden("No e-mail address", "The identity provider names no e-mail address for this account; it must grant the email scope")
 	}
 	if v, ok := claims.EmailVerified.(bool); ok && !v || claims.EmailVerified == "false" {
 		return nil, errUnverified

@@ -8,13 +8,13 @@ import (
 	"verdict/internal/auth"
 	"verdict/internal/billing"
 	"verdict/internal/crypto/secretbox"
-	"verdict/internal/sso"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/integrations"
 	"verdict/internal/mail"
 	"verdict/internal/planning"
 	"verdict/internal/report"
+	"verdict/internal/sso"
 	"verdict/internal/testcases"
 )
 

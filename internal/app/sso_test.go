@@ -222,3 +222,33 @@ func TestSSOFlowChecks(t *testing.T) {
 	p = b.get("/auth/sso?email=not-an-address")
 	wantStatus(t, "bad address", p, 400, "Invalid email format")
 }
+
+// TestWebSSOSignInPage: the dashboard's sign-in page offers "Sign in with <provider>" for an
+// address of a domain an organization's provider signs in, says so when none does, and offers
+// it again when a password sign-in is refused because the provider is required.
+func TestWebSSOSignInPage(t *testing.T) {
+	h, op := ssoHarness(t, "sqlite")
+	admin := h.signup("admin@acme.test", "Acme")
+	h.join(admin, "dev@acme.test", "developer")
+	expect(t, h.do("PUT", "/api/organization/sso", bearer(admin.token), map[string]any{"issuer": op.Issuer,
+		"clientId": op.ClientID, "clientSecret": op.ClientSecret, "domains": []string{"acme.test"}, "defaultRole": "viewer",
+		"required": true}), 200, "")
+	b := h.browser(t)
+	p := b.get("/login")
+	if !strings.Contains(p.body, `action="/login" method="get"`) && !strings.Contains(p.body, `method="get" action="/login"`) {
+		t.Fatalf("no single sign-on form: %s", p.body)
+	}
+	p = b.get("/login?email=new.person%40acme.test")
+	if !strings.Contains(p.body, `href="/auth/sso?email=new.person%40acme.test"`) || !strings.Contains(p.body, "Sign in with localhost:") {
+		t.Fatalf("no offer for an address of the domain: %s", p.body)
+	}
+	p = b.get("/login?email=someone%40else.test")
+	if strings.Contains(p.body, "Sign in with") || !strings.Contains(p.body, "No organization signs this address in") {
+		t.Fatalf("an address no provider signs in: %s", p.body)
+	}
+	b.get("/login")
+	p = b.post("/login", url.Values{"email": {"dev@acme.test"}, "password": {password}})
+	if p.status != 403 || !strings.Contains(p.body, "SSO required") || !strings.Contains(p.body, `href="/auth/sso?email=dev%40acme.test"`) {
+		t.Fatalf("password refused without the offer: %d %s", p.status, p.body)
+	}
+}

@@ -31,6 +31,9 @@ func (s *Server) ssoOfferFor(r *http.Request, email string) (*ssoOffer, *formErr
 	}
 	c, name, err := s.sso.Lookup(r.Context(), email)
 	var de *domain.Error
+	if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+		return nil, nil // the page says that no provider signs the address in
+	}
 	if errors.As(err, &de) && de.Kind != domain.KindInternal {
 		return nil, &formError{Status: http.StatusOK, Title: de.Code, Message: de.Message}
 	}

@@ -54,6 +54,8 @@ type Deps struct {
 	Notifications ports.Notifications
 	// SSO is sign-in through organizations' OpenID Connect providers; nil: its routes answer 503.
 	SSO ports.SSO
+	// Custody exports organizations' data; nil: its route answers 503.
+	Custody ports.Custody
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
@@ -110,6 +112,7 @@ type Server struct {
 	scm            ports.SourceControl
 	notifications  ports.Notifications
 	sso            ports.SSO
+	custody        ports.Custody
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -158,7 +161,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{schedules: d.Schedules, observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
-		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, notifications: d.Notifications, sso: d.SSO, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, notifications: d.Notifications, sso: d.SSO, custody: d.Custody, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -235,6 +238,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/audit", routeOpts{access: bearerOrKey, limit: "api"}, s.listAudit)
 	s.handle("GET /api/organization/sso", routeOpts{access: bearerOrKey, limit: "api"}, s.getSSO)
 	s.handle("PUT /api/organization/sso", routeOpts{access: bearer, limit: "strict"}, s.putSSO)
+	s.handle("GET /api/organization/export", routeOpts{access: bearer, limit: "strict"}, s.exportOrganization)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)

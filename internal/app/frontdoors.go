@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"verdict/internal/api"
+	"verdict/internal/custody"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/outage"
@@ -54,6 +55,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		SourceControl:  w.scm,
 		Notifications:  w.notify,
 		SSO:            w.sso,
+		Custody:        custody.New(w.st),
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

@@ -340,8 +340,12 @@ func (s *Server) pages(h http.Handler) http.Handler {
 			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 			return
 		}
-		// The dashboard's changes are audited with the client's address, as the API's are.
-		h.ServeHTTP(w, r.WithContext(domain.WithClientIP(r.Context(), clientIP(r, s.proxies))))
+		// The dashboard's changes are audited with the client's address, as the API's are. The
+		// dashboard's mux names its route on the request it is handed: the access log and the
+		// metrics read it from this one.
+		inner := r.WithContext(domain.WithClientIP(r.Context(), clientIP(r, s.proxies)))
+		h.ServeHTTP(w, inner)
+		r.Pattern = inner.Pattern
 	})
 }
 

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -251,4 +252,15 @@ func TestWebSSOSignInPage(t *testing.T) {
 	if p.status != 403 || !strings.Contains(p.body, "SSO required") || !strings.Contains(p.body, `href="/auth/sso?email=dev%40acme.test"`) {
 		t.Fatalf("password refused without the offer: %d %s", p.status, p.body)
 	}
+}
+
+// TestWebSSOLookupRateLimit: looking up addresses on the sign-in page counts as sign-in
+// attempts, so the page cannot be used to sweep addresses for their providers.
+func TestWebSSOLookupRateLimit(t *testing.T) {
+	h := newHarness(t, harnessOpts{dialect: "sqlite", rateLimits: limitsAt(2)})
+	b := h.browser(t)
+	for i := range 2 {
+		wantStatus(t, fmt.Sprintf("lookup %d", i+1), b.get("/login?email=someone%40example.test"), 200, "No organization signs this address in")
+	}
+	wantStatus(t, "lookup 3", b.get("/login?email=someone%40example.test"), 429, "Too many")
 }

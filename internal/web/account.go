@@ -51,6 +51,13 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	d := loginData{Next: next}
 	if email := r.URL.Query().Get("email"); email != "" {
 		d.Email, d.SSOAsked = email, true
+		// A lookup tells whether an address has a provider: counted as a sign-in attempt.
+		if err := s.limited(w, r, "login"); err != nil {
+			fe := s.formErrorOf(r, err)
+			d.Error = fe
+			s.render(w, r, fe.Status, "login", "Sign in", d)
+			return
+		}
 		d.SSO, d.Error = s.ssoOfferFor(r, email)
 	}
 	s.render(w, r, http.StatusOK, "login", "Sign in", d)

@@ -197,6 +197,26 @@ ensure_minio() {
 	log "minio: up"
 }
 
+# --- An OpenID provider (the single sign-on tests start one per test) --------------------------
+# zitadel/oidc's example OpenID provider, a complete provider from a maintained Go module: built
+# with go install into a cache outside the repository; each test runs its own process with its
+# port, redirect URI and users.
+OIDC_OP_VERSION=v3.52.0
+OIDC_OP_BIN_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/verdict-tools/zitadel-oidc-$OIDC_OP_VERSION
+ensure_oidc_op() {
+	OIDC_OP=$OIDC_OP_BIN_DIR/server
+	if [[ -x $OIDC_OP ]]; then
+		log "oidc provider: $OIDC_OP built"
+		return
+	fi
+	command -v go >/dev/null || die "oidc provider: go is needed to build it"
+	mkdir -p "$OIDC_OP_BIN_DIR"
+	log "oidc provider: go install github.com/zitadel/oidc/v3/example/server@$OIDC_OP_VERSION into $OIDC_OP_BIN_DIR"
+	GOBIN=$OIDC_OP_BIN_DIR GOFLAGS=-mod=mod go install "github.com/zitadel/oidc/v3/example/server@$OIDC_OP_VERSION" >&2 ||
+		die "oidc provider: go install failed"
+	[[ -x $OIDC_OP ]] || die "oidc provider: $OIDC_OP missing after go install"
+}
+
 # --- Chromium (the browser tests drive it headless through the DevTools protocol) ------------
 CHROMIUM=
 find_chromium() {
@@ -256,6 +276,7 @@ ensure_redis
 ensure_stripe_mock
 ensure_minio
 ensure_chromium
+ensure_oidc_op
 
 VERDICT_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 VERDICT_TEST_REDIS="redis://127.0.0.1:$REDIS_PORT/0"
@@ -266,6 +287,8 @@ VERDICT_TEST_S3_ACCESS_KEY=$MINIO_USER
 VERDICT_TEST_S3_SECRET_KEY=$MINIO_PASSWORD
 export VERDICT_TEST_POSTGRES VERDICT_TEST_REDIS VERDICT_TEST_STRIPE VERDICT_TEST_CHROMIUM
 export VERDICT_TEST_S3 VERDICT_TEST_S3_ACCESS_KEY VERDICT_TEST_S3_SECRET_KEY
+VERDICT_TEST_OIDC_OP=$OIDC_OP
+export VERDICT_TEST_OIDC_OP
 printf 'export VERDICT_TEST_POSTGRES=%q\n' "$VERDICT_TEST_POSTGRES"
 printf 'export VERDICT_TEST_REDIS=%q\n' "$VERDICT_TEST_REDIS"
 printf 'export VERDICT_TEST_STRIPE=%q\n' "$VERDICT_TEST_STRIPE"
@@ -273,3 +296,4 @@ printf 'export VERDICT_TEST_CHROMIUM=%q\n' "$VERDICT_TEST_CHROMIUM"
 printf 'export VERDICT_TEST_S3=%q\n' "$VERDICT_TEST_S3"
 printf 'export VERDICT_TEST_S3_ACCESS_KEY=%q\n' "$VERDICT_TEST_S3_ACCESS_KEY"
 printf 'export VERDICT_TEST_S3_SECRET_KEY=%q\n' "$VERDICT_TEST_S3_SECRET_KEY"
+printf 'export VERDICT_TEST_OIDC_OP=%q\n' "$VERDICT_TEST_OIDC_OP"

@@ -34,6 +34,10 @@ Usage:
                     run test suites for a server on this host's run backend (Docker or Kubernetes) (verdict runner --help)
   verdict admin set-plan <organization ID or slug> <free|team|enterprise>
                     change an organization's plan in the database (no payment provider)
+  verdict backup FILE
+                    write a consistent copy of the SQLite database to FILE, while the server runs
+  verdict restore FILE
+                    replace the SQLite database with the backup FILE (stop the server first)
   verdict version   print the version
 
 Configuration comes from the environment; see docs/configuration.md.`
@@ -69,6 +73,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = migrate(ctx, stdout)
 	case "admin":
 		return adminCommand(ctx, args[1:], stdout, stderr)
+	case "backup", "restore":
+		if len(args) != 2 || args[1] == "" {
+			fmt.Fprintf(stderr, "verdict %s: want one FILE\n\n%s\n", args[0], usage)
+			return exitUsage
+		}
+		err = backupOrRestore(ctx, args[0], args[1], stdout)
 	case "runner":
 		return runnerCommand(ctx, args[1:], stdout, stderr)
 	case "reports-keeper": // inside a run's pod on Kubernetes
@@ -148,6 +158,31 @@ func setPlan(ctx context.Context, ref string, plan domain.Plan, stdout io.Writer
 		return nil
 	}
 	fmt.Fprintf(stdout, "organization %s (%s, %q): plan %s -> %s\n", o.ID, o.Slug, o.Name, ch.From, ch.To)
+	return nil
+}
+
+// backupOrRestore copies the SQLite database the environment names to file ("backup"), or
+// replaces it with file and migrates it ("restore").
+func backupOrRestore(ctx context.Context, what, file string, stdout io.Writer) error {
+	st, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if what == "backup" {
+		if err := st.Backup(ctx, file); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backup written to %s\n", file)
+		return nil
+	}
+	if err := st.Restore(ctx, file); err != nil {
+		return err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restored from %s\n", file)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Actor is the audit log's actor of a change made by an operator's command.
-const Actor = "operator:verdict-admin"
+const Actor = domain.AuditOperator
 
 // ErrUnknownOrganization is returned when no organization has the ID or slug given.
 var ErrUnknownOrganization = errors.New("no organization with this ID or slug")

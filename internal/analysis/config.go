@@ -238,7 +238,17 @@ func (s *Service) UpdateConfig(ctx context.Context, p *identity.Principal, patch
 			return err
 		}
 		out = s.config(org)
-		return nil
+		// Which keys changed, never their values.
+		details := map[string]any{"defaultModel": org.AIDefaultModel}
+		if add != nil {
+			details["keySaved"] = add.Provider
+		}
+		if remove != "" {
+			details["keyRemoved"] = string(remove)
+		}
+		return tx.Audit().Append(ctx, &domain.AuditEntry{OrganizationID: org.ID, ActorID: p.UserID,
+			Action: "organization.ai_config_updated", TargetType: "organization", TargetID: org.ID, Details: details,
+			CreatedAt: s.clock()})
 	})
 	if err != nil {
 		return nil, err

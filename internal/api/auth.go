@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"verdict/internal/domain"
 	"verdict/internal/identity"
 )
 
@@ -18,7 +19,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	sess, err := s.identity.Signup(r.Context(), identity.SignupInput(in))
+	ctx := domain.WithClientIP(r.Context(), clientIP(r, s.proxies)) // for the audit entry of a joining member
+	sess, err := s.identity.Signup(ctx, identity.SignupInput(in))
 	if err != nil {
 		s.fail(w, r, err, "Signup failed")
 		return
@@ -35,7 +37,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, err)
 		return
 	}
-	sess, err := s.identity.Login(r.Context(), in.Email, in.Password)
+	ctx := domain.WithClientIP(r.Context(), clientIP(r, s.proxies)) // for the audit entry of a break-glass sign-in
+	sess, err := s.identity.Login(ctx, in.Email, in.Password)
 	if err != nil {
 		s.fail(w, r, err, "Login failed")
 		return

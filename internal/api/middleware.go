@@ -196,7 +196,9 @@ func (s *Server) authenticate(keysAllowed bool, next http.HandlerFunc) http.Hand
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.orgID = p.OrgID // for the access log
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		// The client's address rides with the principal, for the audit entries of its changes.
+		ctx := domain.WithClientIP(context.WithValue(r.Context(), principalKey, p), clientIP(r, s.proxies))
+		next(w, r.WithContext(ctx))
 	}
 }
 

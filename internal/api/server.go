@@ -52,6 +52,10 @@ type Deps struct {
 	SourceControl ports.SourceControl
 	// Notifications are the projects' notifications; nil: their routes answer 503.
 	Notifications ports.Notifications
+	// SSO is sign-in through organizations' OpenID Connect providers; nil: its routes answer 503.
+	SSO ports.SSO
+	// Custody exports organizations' data; nil: its route answers 503.
+	Custody ports.Custody
 	// Runners lists the remote runners heard from; nil: GET /api/runners lists none.
 	Runners Runners
 	// Follow fans the run plane's live events out to the SSE streams of runs; nil: the streams
@@ -107,6 +111,8 @@ type Server struct {
 	gates          ports.Gates
 	scm            ports.SourceControl
 	notifications  ports.Notifications
+	sso            ports.SSO
+	custody        ports.Custody
 	runners        Runners
 	follow         Follow
 	reports        report.Store
@@ -155,7 +161,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{schedules: d.Schedules, observe: d.Metrics, metricsHandler: d.MetricsHandler, identity: d.Identity, executions: d.Executions, billing: d.Billing, testCases: d.TestCases, histories: d.Histories, planner: d.Planner, analyst: d.Analyst,
-		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, notifications: d.Notifications, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
+		trackers: d.Trackers, gates: d.Gates, scm: d.SourceControl, notifications: d.Notifications, sso: d.SSO, custody: d.Custody, runners: d.Runners, follow: d.Follow, reports: d.Reports, signer: d.Signer,
 		secureCookies: d.SecureCookies, jwt: d.JWT, limiter: d.Limiter, limits: d.RateLimits, proxies: d.Proxies,
 		ready: d.Ready, readyLog: &readyLog{log: d.Log, failing: map[string]readyFailure{}}, bodyTimeout: d.BodyTimeout, outage: d.Outage, log: d.Log, clock: d.Clock, version: d.Version, mux: http.NewServeMux()}
 	if d.ReportsURL != "" {
@@ -229,6 +235,10 @@ func (s *Server) routes() {
 	s.handle("PATCH /api/organization/ai-config", routeOpts{access: bearer, limit: "strict"}, s.patchAIConfig)
 	s.handle("GET /api/organization/retention", routeOpts{access: bearerOrKey, limit: "api"}, s.getRetention)
 	s.handle("PATCH /api/organization/retention", routeOpts{access: bearer, limit: "strict"}, s.patchRetention)
+	s.handle("GET /api/audit", routeOpts{access: bearerOrKey, limit: "api"}, s.listAudit)
+	s.handle("GET /api/organization/sso", routeOpts{access: bearerOrKey, limit: "api"}, s.getSSO)
+	s.handle("PUT /api/organization/sso", routeOpts{access: bearer, limit: "strict"}, s.putSSO)
+	s.handle("GET /api/organization/export", routeOpts{access: bearer, limit: "strict"}, s.exportOrganization)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)
@@ -330,7 +340,12 @@ func (s *Server) pages(h http.Handler) http.Handler {
 			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 			return
 		}
-		h.ServeHTTP(w, r)
+		// The dashboard's changes are audited with the client's address, as the API's are. The
+		// dashboard's mux names its route on the request it is handed: the access log and the
+		// metrics read it from this one.
+		inner := r.WithContext(domain.WithClientIP(r.Context(), clientIP(r, s.proxies)))
+		h.ServeHTTP(w, inner)
+		r.Pattern = inner.Pattern
 	})
 }
 

@@ -44,6 +44,7 @@ import (
 	"verdict/internal/run/engines"
 	"verdict/internal/schedules"
 	"verdict/internal/scm"
+	"verdict/internal/sso"
 	"verdict/internal/store/sqlstore"
 	"verdict/internal/testcases"
 	"verdict/internal/web"
@@ -164,6 +165,7 @@ type wiring struct {
 	execs       *executions.Service
 
 	ids      *identity.Service // services; the hub's authenticator reads it once set
+	sso      *sso.Service      // organizations' OpenID Connect sign-in
 	trackers *integrations.Service
 	cases    *testcases.Service
 	plans    *planning.Service

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"verdict/internal/api"
+	"verdict/internal/custody"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/outage"
@@ -40,7 +41,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
 		Notifications: w.notify,
-		SourceControl: w.scm})
+		SourceControl: w.scm, SSO: w.sso})
 	a.API = api.New(api.Deps{
 		Identity:       ids,
 		Executions:     execs,
@@ -53,6 +54,8 @@ func (w *wiring) frontDoors(context.Context) error {
 		Gates:          a.histories,
 		SourceControl:  w.scm,
 		Notifications:  w.notify,
+		SSO:            w.sso,
+		Custody:        custody.New(w.st),
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

@@ -14,6 +14,7 @@ import (
 	"verdict/internal/mail"
 	"verdict/internal/planning"
 	"verdict/internal/report"
+	"verdict/internal/sso"
 	"verdict/internal/testcases"
 )
 
@@ -88,10 +89,20 @@ func (w *wiring) services(ctx context.Context) error {
 		SocketTickets: w.socketTicket,
 		DefaultPlan:   domain.Plan(cfg.Billing.DefaultPlan),
 		RetentionMax:  w.retentionMax(),
+		BreakGlass:    cfg.Secrets.SSOBreakGlass,
 		Clock:         clock,
 		Log:           log,
 	})
 	w.ids = ids
+
+	// Organizations' OpenID Connect client secrets and the browsers' sign-in flows are sealed
+	// with a key of their own, derived like the others.
+	ssoBox, err := secretbox.New(deriveKey(string(cfg.Secrets.EncryptionKey), "verdict single sign-on"))
+	if err != nil {
+		return err
+	}
+	w.sso = sso.New(sso.Deps{Store: st, Box: ssoBox, Egress: w.egress, Identity: ids, PublicURL: cfg.Server.PublicURL,
+		Clock: clock, Log: log})
 
 	// Revoked session tokens: read them all before serving, then what any replica adds, about
 	// every second (identity.RevocationInterval).

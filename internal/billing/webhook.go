@@ -287,6 +287,13 @@ func (c *change) save() error {
 	if c.plan == c.org.Plan && sameTime(c.b.CurrentPeriodStart, c.org.Billing.CurrentPeriodStart) {
 		return nil
 	}
+	if c.plan != c.org.Plan {
+		if err := c.tx.Audit().Append(c.ctx, &domain.AuditEntry{OrganizationID: c.org.ID, ActorID: domain.AuditPaymentProvider,
+			Action: "organization.plan_changed", TargetType: "organization", TargetID: c.org.ID,
+			Details: map[string]any{"from": c.org.Plan, "to": c.plan}, CreatedAt: c.s.clock()}); err != nil {
+			return err
+		}
+	}
 	c.org.Plan, c.org.Billing = c.plan, c.b
 	return c.s.alerts.CheckAll(c.ctx, c.tx, c.org)
 }

@@ -106,10 +106,14 @@ type Secrets struct {
 	// EncryptionKey is the AES-256-GCM key of secrets at rest: ENCRYPTION_KEY's 64 hex
 	// characters, decoded.
 	EncryptionKey []byte
+	// SSOBreakGlass are the e-mail addresses of admins who may still sign in with a password
+	// when their organization requires its identity provider, for when the provider is down
+	// (VERDICT_SSO_BREAK_GLASS, comma-separated) [none].
+	SSOBreakGlass []string
 }
 
 func decodeSecrets(d *decoder) Secrets {
-	s := Secrets{JWTExpiry: d.duration("JWT_EXPIRY", 24*time.Hour)}
+	s := Secrets{JWTExpiry: d.duration("JWT_EXPIRY", 24*time.Hour), SSOBreakGlass: d.list("VERDICT_SSO_BREAK_GLASS", "")}
 	if s.JWTExpiry <= 0 {
 		d.bad("JWT_EXPIRY", "must be positive")
 	}

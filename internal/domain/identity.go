@@ -89,7 +89,8 @@ type APIKey struct {
 // APIKeyPrefix starts every API key value.
 const APIKeyPrefix = "pk_live_"
 
-// AuditEntry records a role change or an organization-settings change.
+// AuditEntry records who changed what in an organization, when and from where. Entries are
+// append-only: nothing changes or deletes one (they go only with their organization).
 type AuditEntry struct {
 	ID             string
 	OrganizationID string
@@ -98,5 +99,11 @@ type AuditEntry struct {
 	TargetType     string
 	TargetID       string
 	Details        map[string]any
-	CreatedAt      time.Time
+	// IP is the client address of the request that made the change ("" for an operator's
+	// command or a background job). Left empty, the store takes ClientIP of the context.
+	IP        string
+	CreatedAt time.Time
+	// ActorName is the actor's name when read back ("" once the member is deleted); never
+	// written.
+	ActorName string
 }

@@ -23,7 +23,13 @@ func (s *Service) CreateAPIKey(ctx context.Context, p *Principal, name string) (
 	value, prefix, hash := auth.NewAPIKey()
 	k := &domain.APIKey{ID: s.newID(), OrganizationID: p.OrgID, UserID: p.UserID, Name: name,
 		Prefix: prefix, Hash: hash, CreatedAt: s.clock()}
-	if err := s.store.APIKeys().Create(ctx, k); err != nil {
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.APIKeys().Create(ctx, k); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, p, "apikey.created", "apikey", k.ID, map[string]any{"name": name, "prefix": prefix})
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	return k, value, nil
@@ -51,8 +57,15 @@ func (s *Service) RevokeAPIKey(ctx context.Context, p *Principal, id string) err
 	}
 	for _, k := range keys {
 		if k.ID == id {
-			if err := s.store.APIKeys().Delete(ctx, p.OrgID, id); err != nil {
-				return notFound(err, errKeyNotFound)
+			err := s.store.InTx(ctx, func(tx store.Store) error {
+				if err := tx.APIKeys().Delete(ctx, p.OrgID, id); err != nil {
+					return notFound(err, errKeyNotFound)
+				}
+				return s.audit(ctx, tx, p, "apikey.revoked", "apikey", id, map[string]any{"name": k.Name,
+					"prefix": k.Prefix, "ownerId": k.UserID})
+			})
+			if err != nil {
+				return err
 			}
 			s.endKeySessions(id) // its sockets stop hearing the organization's events now
 			return nil

@@ -81,6 +81,10 @@ func (s *Service) Invite(ctx context.Context, p *Principal, email string, role d
 			return err
 		}
 		out.Invitation = inv
+		if err := s.audit(ctx, tx, p, "invitation.created", "invitation", inv.ID,
+			map[string]any{"email": email, "role": role}); err != nil {
+			return err
+		}
 		return s.mailer.Invitation(ctx, tx.Outbox(), inv, org, token)
 	})
 	if err != nil {
@@ -113,8 +117,13 @@ func (s *Service) RevokeInvitation(ctx context.Context, p *Principal, id string)
 	if inv.Status != domain.InvitationPending {
 		return domain.BadRequest("Invitation is not pending", "Only a pending invitation can be revoked")
 	}
-	err = s.store.Invitations().SetStatus(ctx, p.OrgID, id, domain.InvitationPending, domain.InvitationRevoked, s.clock())
-	return notFound(err, errInvitationNotFound)
+	return s.store.InTx(ctx, func(tx store.Store) error {
+		err := tx.Invitations().SetStatus(ctx, p.OrgID, id, domain.InvitationPending, domain.InvitationRevoked, s.clock())
+		if err != nil {
+			return notFound(err, errInvitationNotFound)
+		}
+		return s.audit(ctx, tx, p, "invitation.revoked", "invitation", id, map[string]any{"email": inv.Email, "role": inv.Role})
+	})
 }
 
 // InvitationPreview is what the public validate route tells about a token.
@@ -214,6 +223,10 @@ func (s *Service) AcceptInvitation(ctx context.Context, p *Principal, token stri
 		}
 		u.OrganizationID, u.Role = org.ID, inv.Role
 		out.Org, out.User = org, u
+		if err := s.audit(ctx, tx, &Principal{OrgID: org.ID, UserID: u.ID}, "invitation.accepted", "user", u.ID,
+			map[string]any{"email": u.Email, "role": inv.Role, "invitationId": inv.ID}); err != nil {
+			return err
+		}
 		if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 			return err
 		}

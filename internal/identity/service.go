@@ -73,6 +73,7 @@ type Service struct {
 	socketTickets    SocketTickets
 	defaultPlan      domain.Plan // of organizations created at signup
 	retentionMax     domain.Retention
+	breakGlass       []string // admins' addresses that may use a password where the provider is required
 	clock            domain.Clock
 	newID            domain.IDGen
 	log              *slog.Logger
@@ -109,9 +110,12 @@ type Deps struct {
 	DefaultPlan domain.Plan
 	// RetentionMax are the server's maxima of organizations' retention (0: none).
 	RetentionMax domain.Retention
-	Clock        domain.Clock
-	NewID        domain.IDGen
-	Log          *slog.Logger
+	// BreakGlass are the e-mail addresses of admins the operator lets sign in with a password
+	// although their organization requires its identity provider (when the provider is down).
+	BreakGlass []string
+	Clock      domain.Clock
+	NewID      domain.IDGen
+	Log        *slog.Logger
 }
 
 // New builds a Service.
@@ -148,7 +152,18 @@ func New(d Deps) *Service {
 	}
 	return &Service{defaultPlan: d.DefaultPlan, store: d.Store, tokens: d.Tokens, lockout: d.Lockout, mailer: d.Mailer, runs: d.Runs,
 		alerts: d.Alerts, endSessions: d.EndSessions, endKeySessions: d.EndKeySessions, endTokenSessions: d.EndTokenSessions,
-		socketTickets: d.SocketTickets, retentionMax: d.RetentionMax, clock: d.Clock, newID: d.NewID, log: d.Log}
+		socketTickets: d.SocketTickets, retentionMax: d.RetentionMax, clock: d.Clock,
+		breakGlass: normalizeEmails(d.BreakGlass), newID: d.NewID, log: d.Log}
+}
+
+func normalizeEmails(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, e := range in {
+		if e = domain.NormalizeEmail(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 type noRuns struct{}

@@ -88,6 +88,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			if inv.Email != in.Email {
 				return domain.BadRequest("Invalid invitation token", "The invitation was sent to a different e-mail address")
 			}
+			if err := s.signupRefused(ctx, tx, o.ID, in.Email); err != nil {
+				return err
+			}
 			if members, err = s.seatAvailable(ctx, tx, o, 0); err != nil {
 				return err
 			}
@@ -96,6 +99,9 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			}
 			org, user.OrganizationID, user.Role = o, o.ID, inv.Role
 		} else {
+			if err := s.signupRefused(ctx, tx, "", in.Email); err != nil {
+				return err
+			}
 			org = &domain.Organization{ID: s.newID(), Name: in.OrganizationName, Slug: domain.Slugify(in.OrganizationName),
 				Plan: s.defaultPlan, CreatedAt: now}
 			if err := tx.Organizations().Create(ctx, org); err != nil {
@@ -110,6 +116,10 @@ func (s *Service) Signup(ctx context.Context, in SignupInput) (*Session, error) 
 			return err
 		}
 		if in.InviteToken != "" {
+			if err := s.audit(ctx, tx, &Principal{OrgID: org.ID, UserID: user.ID}, "invitation.accepted", "user", user.ID,
+				map[string]any{"email": user.Email, "role": user.Role}); err != nil {
+				return err
+			}
 			if err := s.alerts.MemberJoined(ctx, tx, org, members); err != nil {
 				return err
 			}
@@ -189,6 +199,19 @@ func (s *Service) Login(ctx context.Context, email, password string) (*Session, 
 	}
 	if user.Status != domain.UserActive {
 		return nil, errSuspended
+	}
+	refused, breakGlass, err := s.passwordRefused(ctx, s.store, user)
+	if err != nil {
+		return nil, err
+	}
+	if refused {
+		return nil, errSSORequired
+	}
+	if breakGlass {
+		if err := s.audit(ctx, s.store, &Principal{OrgID: user.OrganizationID, UserID: user.ID}, "sso.break_glass_sign_in",
+			"user", user.ID, map[string]any{"email": user.Email}); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.lockout.Succeed(ctx, email); err != nil {
 		return nil, err

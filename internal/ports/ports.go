@@ -58,6 +58,8 @@ type Identity interface {
 
 	Organization(ctx context.Context, p *identity.Principal) (*domain.Organization, int, error)
 	UpdateOrganization(ctx context.Context, p *identity.Principal, patch identity.OrganizationPatch) (*domain.Organization, error)
+	AuditLog(ctx context.Context, p *identity.Principal, f domain.AuditFilter) ([]domain.AuditEntry, int, error)
+	ExportAudit(ctx context.Context, p *identity.Principal, f domain.AuditFilter, emit func(*domain.AuditEntry) error) error
 	Usage(ctx context.Context, p *identity.Principal) (*identity.Usage, error)
 	Retention(ctx context.Context, p *identity.Principal) (*identity.RetentionSettings, error)
 	UpdateRetention(ctx context.Context, p *identity.Principal, patch identity.RetentionPatch) (*identity.RetentionSettings, error)

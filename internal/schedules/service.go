@@ -151,7 +151,13 @@ func (s *Service) Create(ctx context.Context, p *identity.Principal, projectID s
 		return nil, err
 	}
 	sc.NextFireAt = nextAfter(c, now)
-	switch err := s.store.Schedules().Create(ctx, sc, MaxPerProject); {
+	err = s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Schedules().Create(ctx, sc, MaxPerProject); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, p, "schedule.created", sc)
+	})
+	switch {
 	case errors.Is(err, store.ErrGuard):
 		return nil, errTooMany
 	case err != nil:
@@ -212,7 +218,13 @@ func (s *Service) Update(ctx context.Context, p *identity.Principal, projectID, 
 		sc.NextFireAt = nextAfter(c, now)
 	}
 	sc.UpdatedAt = now
-	if err := s.store.Schedules().Update(ctx, sc, rescheduled); err != nil {
+	err = s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Schedules().Update(ctx, sc, rescheduled); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, p, "schedule.updated", sc)
+	})
+	if err != nil {
 		return nil, storeErr(err, errNotFound)
 	}
 	return s.view(sc, c), nil
@@ -223,10 +235,24 @@ func (s *Service) Delete(ctx context.Context, p *identity.Principal, projectID, 
 	if !p.CanWrite() {
 		return errReadOnly
 	}
-	if _, err := s.get(ctx, p, projectID, id); err != nil {
+	sc, err := s.get(ctx, p, projectID, id)
+	if err != nil {
 		return err
 	}
-	return storeErr(s.store.Schedules().Delete(ctx, p.OrgID, id), errNotFound)
+	return storeErr(s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.Schedules().Delete(ctx, p.OrgID, id); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, p, "schedule.deleted", sc)
+	}), errNotFound)
+}
+
+// audit records a change of a schedule (its name, cron, zone and whether it is on; never its
+// variables).
+func (s *Service) audit(ctx context.Context, tx store.Store, p *identity.Principal, action string, sc *domain.Schedule) error {
+	return tx.Audit().Append(ctx, &domain.AuditEntry{ID: s.newID(), OrganizationID: p.OrgID, ActorID: p.UserID,
+		Action: action, TargetType: "schedule", TargetID: sc.ID, Details: map[string]any{"projectId": sc.ProjectID,
+			"name": sc.Name, "cron": sc.Cron, "timezone": sc.Timezone, "enabled": sc.Enabled}, CreatedAt: s.clock()})
 }
 
 // get reads the schedule id of the caller's organization's project projectID.

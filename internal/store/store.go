@@ -33,6 +33,7 @@ type Store interface {
 	Invitations() InvitationRepo
 	APIKeys() APIKeyRepo
 	Audit() AuditRepo
+	SSO() SSORepo
 	Outbox() OutboxRepo
 	Tests() TestRepo
 	Projects() ProjectRepo
@@ -122,10 +123,23 @@ type APIKeyRepo interface {
 	TouchLastUsed(ctx context.Context, orgID, id string, at time.Time) error
 }
 
-// AuditRepo appends audit entries.
+// SSORepo holds organizations' OpenID Connect providers and the e-mail domains each claims.
+type SSORepo interface {
+	Get(ctx context.Context, orgID string) (*domain.SSOConfig, error)
+	// Put creates or replaces the organization's provider and its domains; a domain another
+	// organization claims is ErrConflict, and nothing changes.
+	Put(ctx context.Context, c *domain.SSOConfig) error
+	// ByDomain finds the provider that claims an e-mail domain.
+	ByDomain(ctx context.Context, emailDomain string) (*domain.SSOConfig, error)
+}
+
+// AuditRepo appends audit entries and reads them; it has no method that changes or deletes one.
 type AuditRepo interface {
 	Append(ctx context.Context, e *domain.AuditEntry) error
 	List(ctx context.Context, orgID string, limit int) ([]domain.AuditEntry, error) // newest first
+	// Find returns the page of entries f selects, newest first, with their actors' names, and
+	// how many entries f selects without its page.
+	Find(ctx context.Context, orgID string, f domain.AuditFilter) ([]domain.AuditEntry, int, error)
 }
 
 // Mail is one outgoing e-mail in the durable outbox.

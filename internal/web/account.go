@@ -24,6 +24,10 @@ type loginData struct {
 	// Next is where signing in leads (a path on this site; "" for /runs).
 	Next  string
 	Error *formError
+	// SSO offers the address's provider ("Sign in with <provider>"); SSOAsked: the address
+	// was given to look it up.
+	SSO      *ssoOffer
+	SSOAsked bool
 }
 
 // localPath is next when it is a path on this site, else "": a sign-in link cannot send the
@@ -44,7 +48,19 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, cmp.Or(next, "/runs"))
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", "Sign in", loginData{Next: next})
+	d := loginData{Next: next}
+	if email := r.URL.Query().Get("email"); email != "" {
+		d.Email, d.SSOAsked = email, true
+		// A lookup tells whether an address has a provider: counted as a sign-in attempt.
+		if err := s.limited(w, r, "login"); err != nil {
+			fe := s.formErrorOf(r, err)
+			d.Error = fe
+			s.render(w, r, fe.Status, "login", "Sign in", d)
+			return
+		}
+		d.SSO, d.Error = s.ssoOfferFor(r, email)
+	}
+	s.render(w, r, http.StatusOK, "login", "Sign in", d)
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +72,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		fe := s.formErrorOf(r, err)
-		s.render(w, r, fe.Status, "login", "Sign in", loginData{Email: email, Next: next, Error: fe})
+		d := loginData{Email: email, Next: next, Error: fe}
+		if fe.Title == "SSO required" {
+			d.SSO, _ = s.ssoOfferFor(r, email)
+		}
+		s.render(w, r, fe.Status, "login", "Sign in", d)
 		return
 	}
 	s.setSession(w, sess.Token)

@@ -73,6 +73,9 @@ type Deps struct {
 	// SourceControl serves the GitHub and GitLab part of /settings/integrations and a
 	// project's hooks page; nil: not available.
 	SourceControl ports.SourceControl
+	// SSO is sign-in through organizations' OpenID Connect providers (/auth/sso, the sign-in
+	// page's offer); nil: not offered.
+	SSO ports.SSO
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -112,6 +115,7 @@ type Server struct {
 	schedules  ports.Schedules
 	notify     ports.Notifications
 	scm        ports.SourceControl
+	sso        ports.SSO
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -147,6 +151,7 @@ func New(d Deps) *Server {
 	s.schedules = d.Schedules
 	s.notify = d.Notifications
 	s.scm = d.SourceControl
+	s.sso = d.SSO
 	s.routes()
 	return s
 }
@@ -161,6 +166,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /downloads/verdict", s.download)
 	s.mux.HandleFunc("GET /login", s.public(s.loginPage))
 	s.mux.HandleFunc("POST /login", s.public(s.csrf(s.login)))
+	s.mux.HandleFunc("GET /auth/sso", s.public(s.ssoStart))
+	s.mux.HandleFunc("GET /auth/sso/callback", s.public(s.ssoCallback))
 	s.mux.HandleFunc("GET /signup", s.public(s.signupPage))
 	s.mux.HandleFunc("POST /signup", s.public(s.csrf(s.signup)))
 	s.mux.HandleFunc("GET /accept-invitation", s.public(s.invitationPage))
@@ -213,6 +220,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /settings/billing/checkout", s.signedIn(s.csrf(s.takes("strict", s.checkout))))
 	s.mux.HandleFunc("POST /settings/billing/portal", s.signedIn(s.csrf(s.takes("strict", s.portal))))
 	s.mux.HandleFunc("GET /settings", s.signedIn(s.settings))
+	s.mux.HandleFunc("GET /settings/audit", s.signedIn(s.auditPage))
+	s.mux.HandleFunc("GET /settings/audit/export", s.signedIn(s.auditExport))
 	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.takes("strict", s.updateOrganization))))
 	s.mux.HandleFunc("POST /settings/retention", s.signedIn(s.csrf(s.takes("strict", s.updateRetention))))
 	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.takes("strict", s.setDefaultModel))))

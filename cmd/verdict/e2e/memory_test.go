@@ -108,6 +108,13 @@ type verdict struct {
 // waits until it serves. It fails, never skips, without a Docker engine.
 func startVerdict(t *testing.T) *verdict {
 	t.Helper()
+	dir := t.TempDir()
+	return startVerdictIn(t, filepath.Join(dir, "data"), "HOME="+dir, "VERDICT_DEV=true")
+}
+
+// startVerdictIn is startVerdict on the data folder dataDir with the extra environment env.
+func startVerdictIn(t *testing.T, dataDir string, env ...string) *verdict {
+	t.Helper()
 	dockerHost := testenv.DockerHost(t)
 	b, err := docker.New("", docker.Options{})
 	if err != nil {
@@ -121,7 +128,6 @@ func startVerdict(t *testing.T) *verdict {
 		t.Fatalf("the Docker engine does not answer: %v", err)
 	}
 
-	dir := t.TempDir()
 	bin := binary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -130,9 +136,9 @@ func startVerdict(t *testing.T) *verdict {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DOCKER_HOST=" + dockerHost,
-		"VERDICT_DEV=true", "VERDICT_DATA_DIR=" + filepath.Join(dir, "data"), "VERDICT_ADDR=" + addr,
-		"VERDICT_PUBLIC_URL=http://" + addr, "VERDICT_LOG_LEVEL=warn"}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "DOCKER_HOST=" + dockerHost,
+		"VERDICT_DATA_DIR=" + dataDir, "VERDICT_ADDR=" + addr,
+		"VERDICT_PUBLIC_URL=http://" + addr, "VERDICT_LOG_LEVEL=warn"}, env...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &lockedWriter{w: &stderr}
 	if err := cmd.Start(); err != nil {

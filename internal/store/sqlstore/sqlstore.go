@@ -226,6 +226,7 @@ func (s *Store) Organizations() store.OrganizationRepo { return orgRepo{s} }
 func (s *Store) Invitations() store.InvitationRepo     { return invitationRepo{s} }
 func (s *Store) APIKeys() store.APIKeyRepo             { return apiKeyRepo{s} }
 func (s *Store) Audit() store.AuditRepo                { return auditRepo{s} }
+func (s *Store) SSO() store.SSORepo                    { return ssoRepo{s} }
 func (s *Store) Outbox() store.OutboxRepo              { return outboxRepo{s} }
 
 // Dialect reports "sqlite" or "postgres".

@@ -52,4 +52,51 @@ func testAudit(t *testing.T, open Opener) {
 		must(t, err)
 		equal(t, "List", got, []domain.AuditEntry{*e})
 	})
+
+	t.Run("Find", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.org(), f.org()
+		admin := f.user(o.ID, domain.RoleAdmin)
+		gone := domain.NewID() // an actor no longer a member: its entries stay, without a name
+		add := func(orgID, actor, action string, at time.Time) *domain.AuditEntry {
+			t.Helper()
+			e := &domain.AuditEntry{OrganizationID: orgID, ActorID: actor, Action: action,
+				TargetType: "user", TargetID: "t", CreatedAt: at}
+			must(t, f.s.Audit().Append(domain.WithClientIP(f.ctx, "203.0.113.7"), e))
+			return e
+		}
+		a1 := add(o.ID, admin.ID, "user.role_changed", base)
+		a2 := add(o.ID, gone, "user.deleted", base.Add(time.Minute))
+		a3 := add(o.ID, admin.ID, "apikey.created", base.Add(2*time.Minute))
+		a4 := add(o.ID, admin.ID, "user_x.odd", base.Add(3*time.Minute)) // "_" is no wildcard
+		add(other.ID, admin.ID, "user.role_changed", base.Add(time.Hour))
+
+		find := func(fl domain.AuditFilter) ([]string, int) {
+			t.Helper()
+			got, total, err := f.s.Audit().Find(f.ctx, o.ID, fl)
+			must(t, err)
+			return ids(got, auditID), total
+		}
+		got, total := find(domain.AuditFilter{})
+		equal(t, "all", got, []string{a4.ID, a3.ID, a2.ID, a1.ID})
+		equal(t, "total", total, 4)
+		got, total = find(domain.AuditFilter{Limit: 2, Offset: 1})
+		equal(t, "page", got, []string{a3.ID, a2.ID})
+		equal(t, "page total", total, 4)
+		got, _ = find(domain.AuditFilter{ActorID: admin.ID})
+		equal(t, "by actor", got, []string{a4.ID, a3.ID, a1.ID})
+		got, _ = find(domain.AuditFilter{Action: "user.*"})
+		equal(t, "by action prefix", got, []string{a2.ID, a1.ID})
+		got, _ = find(domain.AuditFilter{Action: "user.deleted"})
+		equal(t, "by action", got, []string{a2.ID})
+		got, total = find(domain.AuditFilter{Since: base.Add(time.Minute), Until: base.Add(3 * time.Minute)})
+		equal(t, "by time", got, []string{a3.ID, a2.ID})
+		equal(t, "by time total", total, 2)
+
+		entries, _, err := f.s.Audit().Find(f.ctx, o.ID, domain.AuditFilter{Limit: 10})
+		must(t, err)
+		equal(t, "actor name", entries[1].ActorName, admin.Name)
+		equal(t, "deleted actor's name", entries[2].ActorName, "")
+		equal(t, "address from the context", entries[0].IP, "203.0.113.7")
+	})
 }

@@ -24,6 +24,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Invitations", func(t *testing.T) { testInvitations(t, open) })
 	t.Run("APIKeys", func(t *testing.T) { testAPIKeys(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("SSO", func(t *testing.T) { testSSO(t, open) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 	t.Run("Tx", func(t *testing.T) { testTx(t, open) })
 	t.Run("Executions", func(t *testing.T) { RunExecutions(t, open) })

@@ -29,6 +29,9 @@ type Sharding struct {
 	// line); on a parent, all the tests assigned to its shards. Nil: none assigned (the
 	// framework splits by SHARD_INDEX/SHARD_TOTAL).
 	Assigned []string
+	// Parts are a sharded run's containers' records (shards, then retry containers), without
+	// their tests; read with a single run, never with the run list. Nil: not read, or none.
+	Parts []Execution
 }
 
 // Sharded reports whether e is a run carried out by shard containers (a parent).

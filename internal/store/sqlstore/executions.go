@@ -236,6 +236,12 @@ func (r executionRepo) withTickets(ctx context.Context) func(*domain.Execution, 
 		if err != nil {
 			return nil, err
 		}
+		if e.Sharded() {
+			if e.Parts, err = list(ctx, r.s, scanExecution, `SELECT `+listColumns+` FROM executions
+				WHERE parent_id = ? AND parent_id <> '' ORDER BY retry_round, shard_index, id`, e.ID); err != nil {
+				return nil, err
+			}
+		}
 		if e.Tickets, err = r.s.Integrations().Tickets(ctx, e.OrganizationID, e.ID); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +20,8 @@ type Sharding struct {
 	Retries int
 	// ParentID is the parent run's internal ID on a shard's record; "" on a run the API shows.
 	ParentID string
-	// ShardIndex is a shard's index, 1..Shards (SHARD_INDEX); a retry container's is 0.
+	// ShardIndex is a shard's index, 1..Shards (SHARD_INDEX); a retry container's follows
+	// them (Shards+Retry).
 	ShardIndex int
 	// Retry is a retry container's round, 1..Retries; 0 for a shard.
 	Retry int
@@ -43,13 +45,23 @@ func (e *Execution) IsShard() bool { return e.ParentID != "" }
 // ShardLost is the error of a shard whose runner was lost twice.
 const ShardLost = "the shard's runner was lost"
 
-// ShardTaskID is the internal task ID of shard index (or retry round) of the run taskID. The
-// "~" cannot appear in a client's taskId, so it never meets one.
-func ShardTaskID(taskID string, index, retry int) string {
-	if retry > 0 {
-		return fmt.Sprintf("%s~r%d", taskID, retry)
+// ShardTaskID is the internal task ID of container index (a shard, 1..Shards, or a retry
+// container, Shards+1..) of the run taskID. The "~" cannot appear in a client's taskId, so it
+// never meets one.
+func ShardTaskID(taskID string, index int) string { return taskID + "~s" + strconv.Itoa(index) }
+
+// ParseShardTaskID splits a container's internal task ID (ShardTaskID) into its run's taskId
+// and its index; ok false for any other task ID.
+func ParseShardTaskID(id string) (taskID string, index int, ok bool) {
+	i := strings.LastIndex(id, "~s")
+	if i < 0 {
+		return "", 0, false
 	}
-	return fmt.Sprintf("%s~s%d", taskID, index)
+	n, err := strconv.Atoi(id[i+2:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return id[:i], n, true
 }
 
 // DefaultMaxShards are the shards a run may have per plan unless the server sets others.
@@ -224,4 +236,15 @@ func FailedTests(tests []TestResult) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// ShardRecord is the PENDING record of container index of the sharded run e (a retry
+// container of round retry when retry > 0), carrying e's settings.
+func ShardRecord(e *Execution, index, retry int) *Execution {
+	return &Execution{OrganizationID: e.OrganizationID, TaskID: ShardTaskID(e.TaskID, index),
+		ProjectID: e.ProjectID, Image: e.Image, Command: e.Command, Environment: e.Environment, BaseURL: e.BaseURL,
+		Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds, ReportFolders: e.ReportFolders, EnvCipher: e.EnvCipher,
+		EnvNames: e.EnvNames, TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Status: ExecPending,
+		QueueReason: "waiting for a runner", QueuedAt: e.QueuedAt,
+		Sharding: Sharding{ParentID: e.ID, Shards: e.Shards, ShardIndex: index, Retry: retry}}
 }

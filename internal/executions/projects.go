@@ -26,8 +26,8 @@ type ProjectInput struct {
 	// 0..domain.MaxRetries); the plan's cap applies when a run is queued.
 	Shards, Retries *int
 	setURLs         bool
-	setFolders bool
-	setEnv     bool
+	setFolders      bool
+	setEnv          bool
 }
 
 // WithTargetURLs, WithReportFolders and WithEnvVars mark the collections as sent (an empty

@@ -111,12 +111,7 @@ func (s *Service) createShards(ctx context.Context, tx store.Store, e *domain.Ex
 	return nil
 }
 
-// shardOf is the record of shard index (or retry round) of the sharded run e, queued with it.
+// shardOf is the record of shard index of the sharded run e, queued with it.
 func shardOf(e *domain.Execution, index, retry int) *domain.Execution {
-	return &domain.Execution{OrganizationID: e.OrganizationID, TaskID: domain.ShardTaskID(e.TaskID, index, retry),
-		ProjectID: e.ProjectID, Image: e.Image, Command: e.Command, Environment: e.Environment, BaseURL: e.BaseURL,
-		Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds, ReportFolders: e.ReportFolders, EnvCipher: e.EnvCipher,
-		EnvNames: e.EnvNames, TriggeredBy: e.TriggeredBy, ViaAPIKey: e.ViaAPIKey, Status: domain.ExecPending,
-		QueueReason: "waiting for a runner", QueuedAt: e.QueuedAt,
-		Sharding: domain.Sharding{ParentID: e.ID, Shards: e.Shards, ShardIndex: index, Retry: retry}}
+	return domain.ShardRecord(e, index, retry)
 }

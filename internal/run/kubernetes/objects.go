@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"slices"
 	"path"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"

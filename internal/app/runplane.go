@@ -100,7 +100,7 @@ func (w *wiring) runPlane(context.Context) error {
 		own = map[string]run.Backend{a.runner.ID: backend}
 	}
 	a.reaper = &control.Reaper{Store: st, Backends: own, Steps: a.steps, Clock: clock, Log: log, Interval: o.ReapInterval,
-		Metrics: a.metrics, Grace: lease, Outages: outages}
+		Metrics: a.metrics, Grace: lease, Outages: outages, ShardEnded: plane.ShardEnded}
 	return nil
 }
 

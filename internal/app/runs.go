@@ -42,8 +42,15 @@ func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 		Final: e.Status.Final()})
 }
 
+// ExecutionLog emits a chunk of a run's log. A shard's chunk (taskID is the shard's own,
+// domain.ShardTaskID) goes to the room as its run's, with the shard, and to the shard's own
+// followers (its offsets are its own log's).
 func (h hubEvents) ExecutionLog(orgID, taskID, chunk string, offset int64) {
-	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset})
+	ev := realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset}
+	if run, shard, ok := domain.ParseShardTaskID(taskID); ok {
+		ev.TaskID, ev.Shard = run, shard
+	}
+	h.hub.Emit(orgID, realtime.EventExecutionLog, ev)
 	h.follow.Publish(follow.Event{Org: orgID, Task: taskID, Name: follow.EventLog, Log: chunk, Offset: offset})
 }
 

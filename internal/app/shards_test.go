@@ -1,0 +1,274 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"verdict/internal/domain"
+	"verdict/internal/run"
+	"verdict/internal/run/docker"
+	"verdict/internal/testenv"
+)
+
+const shardedImage = "verdict-examples/sharded:latest"
+
+// shardHarness runs suites on the real engine for an organization on the team plan (5 run
+// slots, 8 shards), with the slots of the embedded runner to match.
+func shardHarness(t *testing.T, dialect, plan string) *harness {
+	testenv.DockerHost(t)
+	return newHarness(t, harnessOpts{dialect: dialect, realClock: true, workers: true, lease: 2 * time.Second,
+		env: map[string]string{"VERDICT_DEFAULT_PLAN": plan, "VERDICT_RUNNER_SLOTS": "4"}})
+}
+
+// shardsOf is the execution view's shards.
+func shardsOf(r resp) []map[string]any {
+	var out []map[string]any
+	list, _ := r.get("execution", "shards").([]any)
+	for _, s := range list {
+		out = append(out, s.(map[string]any))
+	}
+	return out
+}
+
+// TestShardedRun: one run from four containers, merged into one verdict with each test's shard;
+// the first run (no history) lets each shard split by SHARD_INDEX/SHARD_TOTAL, the second gets
+// lists balanced by the first's durations; a failed test retried in a retry container turns
+// the run UNSTABLE when it passes there and leaves it FAILED when it fails again.
+func TestShardedRun(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := shardHarness(t, d, "team")
+			admin := h.signup("shards@example.com", "Shard Co")
+			key := apiKey(h.do("POST", "/api/auth/api-keys", bearer(admin.token), map[string]any{"name": "ci"}).str("apiKey"))
+
+			// The interface's bounds.
+			expect(t, h.do("POST", "/api/executions", key, map[string]any{"image": shardedImage, "shards": 0}), 400, "Validation error")
+			r := h.do("POST", "/api/executions", key, map[string]any{"image": shardedImage, "shards": 9})
+			expect(t, r, 400, "Validation error")
+			if !strings.Contains(r.str("message"), "at most 8 on the team plan") {
+				t.Fatalf("cap: %s", r.raw)
+			}
+			expect(t, h.do("POST", "/api/executions", key, map[string]any{"image": shardedImage, "retries": -1}), 400, "Validation error")
+
+			p := h.do("POST", "/api/projects", key, map[string]any{"name": "Regression", "image": shardedImage, "shards": 4})
+			expect(t, p, 201, "")
+			if p.get("project", "shards") != 4.0 || p.get("project", "retries") != 0.0 {
+				t.Fatalf("project: %s", p.raw)
+			}
+			project := p.str("project", "id")
+
+			// No history: every shard splits by itself.
+			first := h.queue(key, map[string]any{"projectId": project})
+			r = h.waitFor(key, first, 120*time.Second, final)
+			checkMerged(t, r, "PASSED", 4, 200)
+			for i := 1; i <= 4; i++ {
+				logs := h.do("GET", fmt.Sprintf("/api/executions/%s/logs?shard=%d", first, i), key, nil)
+				expect(t, logs, 200, "")
+				text := logs.str("logs")
+				if logs.get("shard") != float64(i) || logs.str("taskId") != first ||
+					!strings.Contains(text, fmt.Sprintf("shard %d/4: files", i)) || !strings.Contains(text, "(own split)") ||
+					!strings.Contains(text, "TASK_ID="+first) {
+					t.Fatalf("shard %d's log: %s", i, logs.raw)
+				}
+			}
+			expect(t, h.do("GET", "/api/executions/"+first+"/logs?shard=5", key, nil), 404, "Shard not found")
+			expect(t, h.do("GET", "/api/executions/"+first+"/logs?shard=x", key, nil), 400, "Validation error")
+
+			// With history: lists balanced by the first run's durations.
+			second := h.queue(key, map[string]any{"projectId": project})
+			r = h.waitFor(key, second, 120*time.Second, final)
+			checkMerged(t, r, "PASSED", 4, 200)
+			files := 0
+			for i, s := range shardsOf(r) {
+				n, ok := s["assigned"].(float64)
+				if !ok || n < 1 {
+					t.Fatalf("shard %d was assigned no list: %v", i+1, s)
+				}
+				files += int(n)
+				text := h.do("GET", fmt.Sprintf("/api/executions/%s/logs?shard=%d", second, i+1), key, nil).str("logs")
+				if !strings.Contains(text, fmt.Sprintf("shard %d/4: %d file(s) from VERDICT_TESTS_FILE, 0 new", i+1, int(n))) {
+					t.Fatalf("shard %d did not run its list: %s", i+1, text)
+				}
+			}
+			if files != 40 {
+				t.Fatalf("%d files assigned, want the 40 the first run recorded", files)
+			}
+			// The runs list shows the runs only, never their shards.
+			list := h.do("GET", "/api/executions?limit=100", key, nil)
+			if n := list.get("data", "total"); n != 2.0 || strings.Contains(list.raw, "~s") {
+				t.Fatalf("list: %s", list.raw)
+			}
+
+			// A failed test that passes on retry: UNSTABLE, the test flaky.
+			flaky := h.queue(key, map[string]any{"projectId": project, "shards": 2, "retries": 1,
+				"envVars": map[string]any{"FLAKY_TESTS": "short-03 test 2"}})
+			r = h.waitFor(key, flaky, 120*time.Second, final)
+			checkMerged(t, r, "UNSTABLE", 3, 200)
+			if r.get("execution", "summary", "flaky") != 1.0 || r.get("execution", "summary", "failed") != 0.0 {
+				t.Fatalf("flaky summary: %s", r.raw)
+			}
+			if retry := shardsOf(r)[2]; retry["retry"] != 1.0 || retry["index"] != 3.0 || retry["assigned"] != 1.0 {
+				t.Fatalf("retry container: %v", retry)
+			}
+			found := false
+			for _, x := range r.get("execution", "tests").([]any) {
+				tc := x.(map[string]any)
+				if tc["name"] == "short-03 test 2" {
+					found = tc["status"] == "flaky" && tc["retries"] == 1.0
+				}
+			}
+			if !found {
+				t.Fatalf("the retried test is not flaky: %s", r.raw)
+			}
+			retryLog := h.do("GET", "/api/executions/"+flaky+"/logs?shard=3", key, nil).str("logs")
+			if !strings.Contains(retryLog, "retry of 1 failed test(s)") {
+				t.Fatalf("retry log: %s", retryLog)
+			}
+
+			// A test that fails again keeps the run FAILED.
+			failing := h.queue(key, map[string]any{"projectId": project, "shards": 2, "retries": 1,
+				"envVars": map[string]any{"FAIL_TESTS": "long-1 test 1"}})
+			r = h.waitFor(key, failing, 120*time.Second, final)
+			checkMerged(t, r, "FAILED", 3, 200)
+			if r.get("execution", "summary", "failed") != 1.0 {
+				t.Fatalf("failed summary: %s", r.raw)
+			}
+		})
+	}
+}
+
+// checkMerged checks a sharded run's merged view: its status, its containers all ended with a
+// runner and times, and its tests, each with the shard that ran it.
+func checkMerged(t *testing.T, r resp, status string, containers, tests int) {
+	t.Helper()
+	if r.str("execution", "status") != status {
+		t.Fatalf("status %s, want %s: %s", r.str("execution", "status"), status, r.raw)
+	}
+	shards := shardsOf(r)
+	if len(shards) != containers {
+		t.Fatalf("%d containers, want %d: %s", len(shards), containers, r.raw)
+	}
+	for i, s := range shards {
+		if s["index"] != float64(i+1) || s["runner"] == "" || s["startedAt"] == nil || s["finishedAt"] == nil || s["exitCode"] == nil {
+			t.Fatalf("container %d: %v", i+1, s)
+		}
+	}
+	list := r.get("execution", "tests").([]any)
+	if len(list) != tests || r.get("execution", "summary", "total") != float64(tests) {
+		t.Fatalf("%d tests, want %d", len(list), tests)
+	}
+	per := map[float64]int{}
+	for _, x := range list {
+		per[x.(map[string]any)["shard"].(float64)]++
+	}
+	for i := 1; i <= min(containers, int(r.get("execution", "shardTotal").(float64))); i++ {
+		if per[float64(i)] == 0 {
+			t.Fatalf("no test of shard %d: %v", i, per)
+		}
+	}
+}
+
+// TestShardedRunFreePlanAndCancel: a free organization's shards take its one run slot in turn
+// (and the run says so), and cancelling a sharded run cancels every shard and leaves no
+// container.
+func TestShardedRunFreePlanAndCancel(t *testing.T) {
+	h := shardHarness(t, "sqlite", "free")
+	admin := h.signup("free-shards@example.com", "Free Shards")
+	a := bearer(admin.token)
+	q := h.do("POST", "/api/executions", a, map[string]any{"image": shardedImage, "shards": 2})
+	expect(t, q, 201, "")
+	if reason := q.str("execution", "queueReason"); !strings.Contains(reason, "run in turn") {
+		t.Fatalf("queueReason %q", reason)
+	}
+	r := h.waitFor(a, q.str("taskId"), 120*time.Second, final)
+	checkMerged(t, r, "PASSED", 2, 200)
+	s := shardsOf(r)
+	end1, _ := time.Parse(time.RFC3339Nano, s[0]["finishedAt"].(string))
+	start2, _ := time.Parse(time.RFC3339Nano, s[1]["startedAt"].(string))
+	end2, _ := time.Parse(time.RFC3339Nano, s[1]["finishedAt"].(string))
+	start1, _ := time.Parse(time.RFC3339Nano, s[0]["startedAt"].(string))
+	if start2.Before(end1) && start1.Before(end2) {
+		t.Fatalf("a one-slot organization ran two shards at once: %v", s)
+	}
+
+	// Cancel: a slow sharded run (one unit a second) on the free plan: one shard running, one
+	// waiting.
+	slow := h.queue(a, map[string]any{"image": shardedImage, "shards": 2, "envVars": map[string]any{"UNIT_MS": "1000"}})
+	h.waitFor(a, slow, 60*time.Second, func(r resp) bool {
+		for _, s := range shardsOf(r) {
+			if s["status"] == "RUNNING" {
+				return true
+			}
+		}
+		return false
+	})
+	expect(t, h.do("POST", "/api/executions/"+slow+"/cancel", a, nil), 200, "")
+	r = h.waitFor(a, slow, 60*time.Second, final)
+	if r.str("execution", "status") != "CANCELLED" {
+		t.Fatalf("cancel: %s", r.raw)
+	}
+	for _, s := range shardsOf(r) {
+		if s["status"] != "CANCELLED" {
+			t.Fatalf("a shard not cancelled: %v", s)
+		}
+	}
+	b, err := docker.New("", docker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left, err := b.List(context.Background(), map[string]string{run.LabelOrg: admin.orgID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d containers left behind", len(left))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestShardLost: a shard whose runner is lost is started again once; lost again, the run ends
+// ERROR naming it. The "runner" here claims through the store and dies (no container).
+func TestShardLost(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{dialect: d, realClock: true, workers: true,
+				env: map[string]string{"VERDICT_RUNNER": "none", "VERDICT_DEFAULT_PLAN": "team"}})
+			admin := h.signup("lost@example.com", "Lost Co")
+			a := bearer(admin.token)
+			task := h.queue(a, map[string]any{"image": shardedImage, "shards": 2})
+			ctx := context.Background()
+			claimAll := func(want int) {
+				t.Helper()
+				for i := 0; i < want; i++ {
+					now := time.Now().UTC()
+					c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", now, now.Add(500*time.Millisecond), func(domain.Plan) int { return 5 })
+					if err != nil || c == nil || !c.IsShard() {
+						t.Fatalf("claim %d: %+v %v", i, c, err)
+					}
+				}
+			}
+			claimAll(2)
+			// Started again: both back to PENDING, marked restarted.
+			h.waitFor(a, task, 30*time.Second, func(r resp) bool {
+				s := shardsOf(r)
+				return len(s) == 2 && s[0]["status"] == "PENDING" && s[1]["status"] == "PENDING" &&
+					s[0]["restarted"] == true && s[1]["restarted"] == true
+			})
+			claimAll(2)
+			r := h.waitFor(a, task, 30*time.Second, final)
+			if r.str("execution", "status") != "ERROR" || r.str("execution", "error") != "shard 1 of 2 was lost" {
+				t.Fatalf("lost twice: %s", r.raw)
+			}
+		})
+	}
+}

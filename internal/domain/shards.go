@@ -50,6 +50,16 @@ const ShardLost = "the shard's runner was lost"
 // never meets one.
 func ShardTaskID(taskID string, index int) string { return taskID + "~s" + strconv.Itoa(index) }
 
+// ValidStoredTaskID reports whether s is a run's taskId (ValidTaskID) or one of its shards'
+// (ShardTaskID), as the report store and the log routes meet them.
+func ValidStoredTaskID(s string) bool {
+	if ValidTaskID(s) {
+		return true
+	}
+	run, _, ok := ParseShardTaskID(s)
+	return ok && ValidTaskID(run)
+}
+
 // ParseShardTaskID splits a container's internal task ID (ShardTaskID) into its run's taskId
 // and its index; ok false for any other task ID.
 func ParseShardTaskID(id string) (taskID string, index int, ok bool) {

@@ -29,7 +29,7 @@ func (s *Service) Get(ctx context.Context, p *identity.Principal, taskID string)
 // The lookup is therefore as cheap as a run can be read: as listed, without its parsed results
 // or analysis. The caller checks the credential before serving anything of the run.
 func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
-	if !domain.ValidTaskID(taskID) {
+	if !domain.ValidStoredTaskID(taskID) { // a shard's reports are under its own
 		return nil, errNotFound
 	}
 	e, err := s.store.Executions().GetListed(ctx, orgID, taskID)
@@ -40,7 +40,7 @@ func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*dom
 // tests, analysis and tickets, which are not read. For answers that need a run's identity,
 // status and reports only.
 func (s *Service) GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
-	if !domain.ValidTaskID(taskID) {
+	if !domain.ValidStoredTaskID(taskID) { // a shard's (its log, ?shard=)
 		return nil, errNotFound
 	}
 	e, err := s.store.Executions().GetListed(ctx, p.OrgID, taskID)

@@ -242,6 +242,11 @@ func (st *sseStream) run(f *follow.Follower) error {
 				if err := st.write(follow.EventUpdated, ev.Data); err != nil {
 					return err
 				}
+				// Sent at once: a sharded run's stream carries no log lines to flush it, and its
+				// client learns of a retry container from its update.
+				if err := st.flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}

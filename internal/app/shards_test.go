@@ -258,6 +258,11 @@ func TestShardLost(t *testing.T) {
 				}
 			}
 			claimAll(2)
+			// The run's own record is never claimed: it holds no slot and runs no container.
+			now := time.Now().UTC()
+			if c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 }); err != nil || c != nil {
+				t.Fatalf("a third claim of a 2-shard run: %+v %v", c, err)
+			}
 			// Started again: both back to PENDING, marked restarted.
 			h.waitFor(a, task, 30*time.Second, func(r resp) bool {
 				s := shardsOf(r)

@@ -75,6 +75,11 @@ func TestShardedRun(t *testing.T) {
 				}
 			}
 			expect(t, h.do("GET", "/api/executions/"+first+"/logs?shard=5", key, nil), 404, "Shard not found")
+			// Each shard's reports are its own, under its task ID, served by the report route.
+			shardReport := "/reports/" + admin.orgID + "/" + first + "~s1/junit/results.xml"
+			if rep := h.do("GET", shardReport, bearer(admin.token), nil); rep.status != 200 || !strings.Contains(rep.raw, "<testsuites") {
+				t.Fatalf("shard 1's JUnit report: %d %.200s", rep.status, rep.raw)
+			}
 			expect(t, h.do("GET", "/api/executions/"+first+"/logs?shard=x", key, nil), 400, "Validation error")
 
 			// With history: lists balanced by the first run's durations.
@@ -98,9 +103,20 @@ func TestShardedRun(t *testing.T) {
 			}
 			// The runs list shows the runs only, never their shards.
 			list := h.do("GET", "/api/executions?limit=100", key, nil)
-			if n := list.get("data", "total"); n != 2.0 || strings.Contains(list.raw, "~s") {
+			if n := list.get("data", "total"); n != 2.0 || strings.Contains(list.raw, "~s") { // the first run and this one
 				t.Fatalf("list: %s", list.raw)
 			}
+
+			// Deleting the run deletes its shards, their logs and reports, and frees their storage.
+			usedBefore := h.do("GET", "/api/organization/usage", bearer(admin.token), nil).get("usage", "storage", "usedBytes").(float64)
+			expect(t, h.do("DELETE", "/api/executions/"+first, bearer(admin.token), nil), 200, "")
+			if rep := h.do("GET", shardReport, bearer(admin.token), nil); rep.status != 404 {
+				t.Fatalf("a deleted run's shard report: %d", rep.status)
+			}
+			if used := h.do("GET", "/api/organization/usage", bearer(admin.token), nil).get("usage", "storage", "usedBytes").(float64); used >= usedBefore {
+				t.Fatalf("storage %v after deleting the run, %v before", used, usedBefore)
+			}
+			expect(t, h.do("GET", "/api/executions/"+first+"/logs?shard=1", key, nil), 404, "Execution not found")
 
 			// A failed test that passes on retry: UNSTABLE, the test flaky.
 			flaky := h.queue(key, map[string]any{"projectId": project, "shards": 2, "retries": 1,

@@ -377,7 +377,11 @@ func (st *sseStream) finish(ctx context.Context, view json.RawMessage) error {
 		return err
 	}
 	if view == nil {
-		e, err := st.s.executions.Get(ctx, st.p, st.e.TaskID)
+		get := st.s.executions.Get
+		if st.shard > 0 {
+			get = st.s.executions.GetListed // a shard's record: its state, not a run's results
+		}
+		e, err := get(ctx, st.p, st.e.TaskID)
 		if err != nil {
 			return err
 		}

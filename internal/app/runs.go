@@ -33,7 +33,9 @@ type hubEvents struct {
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 	// The event's view carries the run's first tests only: it goes to every member.
 	view := h.views.ExecutionEvent(e, h.clock())
-	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
+	if !e.IsShard() { // a shard's own record goes only to the followers of its log (?shard=)
+		h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
+	}
 	data, err := api.MarshalView(view)
 	if err != nil {
 		return

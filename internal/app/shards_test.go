@@ -293,3 +293,59 @@ func TestShardLost(t *testing.T) {
 		})
 	}
 }
+
+// TestShardedRunLiveEvents: a shard's live log reaches Socket.IO as its run's, with the shard,
+// and `?shard=` on the run's event stream follows that shard's log to its end.
+func TestShardedRunLiveEvents(t *testing.T) {
+	h := shardHarness(t, "sqlite", "team")
+	admin := h.signup("live-shards@example.com", "Live Shards")
+	a := bearer(admin.token)
+	events := dialSocket(t, h.srv.URL, admin.token)
+	if e := nextEvent(t, events, 10*time.Second); e.name != "auth-success" {
+		t.Fatalf("first event %v", e)
+	}
+	task := h.queue(a, map[string]any{"image": shardedImage, "shards": 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res := h.openSSE(ctx, "/api/executions/"+task+"/events?shard=2", a)
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("shard stream: %d", res.StatusCode)
+	}
+	var text strings.Builder
+	ended := false
+	err := readSSE(res.Body, func(ev sseEvent) bool {
+		switch ev.event {
+		case "execution-log":
+			if !strings.Contains(ev.data, `"taskId":"`+task+`"`) || !strings.Contains(ev.data, `"shard":2`) {
+				t.Errorf("shard stream's log event: %s", ev.data)
+			}
+			text.WriteString(ev.data)
+		case "execution-updated":
+			if strings.Contains(ev.data, `"status":"PASSED"`) {
+				ended = true
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil || !ended || !strings.Contains(text.String(), "shard 2/2") || strings.Contains(text.String(), "shard 1/2") {
+		t.Fatalf("shard 2's stream (ended %v, %v): %s", ended, err, text.String())
+	}
+	h.waitFor(a, task, 90*time.Second, final)
+	seen := map[float64]bool{}
+	for len(events) > 0 {
+		e := <-events
+		if e.name != "execution-log" {
+			continue
+		}
+		if e.data["taskId"] != task {
+			t.Fatalf("a shard's log event names %v, not its run", e.data["taskId"])
+		}
+		s, _ := e.data["shard"].(float64)
+		seen[s] = true
+	}
+	if !seen[1] || !seen[2] || len(seen) != 2 {
+		t.Fatalf("execution-log events' shards: %v", seen)
+	}
+}

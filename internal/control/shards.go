@@ -58,6 +58,9 @@ func (p *peer) settleShard(ctx context.Context, e *domain.Execution, f store.Fin
 	if err := p.Store.Executions().Finish(wctx, e.ID, p.runnerID, f); err != nil {
 		return err
 	}
+	if done, err := p.Store.Executions().GetByID(wctx, e.ID); err == nil {
+		p.Events.ExecutionUpdated(done) // ends the streams that follow the shard's log
+	}
 	if f.ReportBytes > 0 {
 		if err := p.countStorage(wctx, e.OrganizationID, billing.Usage{Used: f.ReportBytes}); err != nil {
 			log.Error("counting report storage failed", "err", err)

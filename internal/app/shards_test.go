@@ -349,3 +349,35 @@ func TestShardedRunLiveEvents(t *testing.T) {
 		t.Fatalf("execution-log events' shards: %v", seen)
 	}
 }
+
+// TestShardedPytest: the pytest sample suite spreads its files by SHARD_INDEX/SHARD_TOTAL
+// without history, and runs Verdict's lists (JUnit's dotted modules read back as files) with
+// it: every test runs once either way.
+func TestShardedPytest(t *testing.T) {
+	h := shardHarness(t, "sqlite", "team")
+	admin := h.signup("pytest-shards@example.com", "Pytest Shards")
+	a := bearer(admin.token)
+	p := h.do("POST", "/api/projects", a, map[string]any{"name": "Py", "image": pytestImage, "shards": 2})
+	expect(t, p, 201, "")
+	var statuses []string
+	for round := 1; round <= 2; round++ {
+		task := h.queue(a, map[string]any{"projectId": p.str("project", "id"), "baseUrl": "http://127.0.0.1:9"})
+		r := h.waitFor(a, task, 120*time.Second, final)
+		if n := r.get("execution", "summary", "total"); n != 7.0 {
+			t.Fatalf("round %d: %v tests, want the suite's 7: %s", round, n, r.raw)
+		}
+		statuses = append(statuses, r.str("execution", "status"))
+		for i, s := range shardsOf(r) {
+			if round == 2 && s["assigned"] != 1.0 {
+				t.Fatalf("round 2, shard %d: %v", i+1, s)
+			}
+			text := h.do("GET", fmt.Sprintf("/api/executions/%s/logs?shard=%d", task, i+1), a, nil).str("logs")
+			if !strings.Contains(text, fmt.Sprintf("pytest suite: shard %d/2: /app/tests/", i+1)) {
+				t.Fatalf("round %d, shard %d's log: %s", round, i+1, text)
+			}
+		}
+	}
+	if statuses[0] != statuses[1] {
+		t.Fatalf("the same suite judged %v", statuses)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
+	"verdict/internal/store"
 	"verdict/internal/testenv"
 )
 
@@ -379,5 +380,39 @@ func TestShardedPytest(t *testing.T) {
 	}
 	if statuses[0] != statuses[1] {
 		t.Fatalf("the same suite judged %v", statuses)
+	}
+}
+
+// TestShardedRunStranded: a sharded run whose shards all ended without settling it (the
+// process that ended the last one died first) is settled by the lease reaper: it never stays
+// RUNNING.
+func TestShardedRunStranded(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{dialect: d, realClock: true, workers: true,
+				env: map[string]string{"VERDICT_RUNNER": "none", "VERDICT_DEFAULT_PLAN": "team"}})
+			admin := h.signup("stranded@example.com", "Stranded Co")
+			a := bearer(admin.token)
+			task := h.queue(a, map[string]any{"image": shardedImage, "shards": 2})
+			ctx := context.Background()
+			st := h.app.Store.Executions()
+			for i := 0; i < 2; i++ {
+				now := time.Now().UTC()
+				c, err := st.Claim(ctx, "gone-runner", "", now, now.Add(time.Hour), func(domain.Plan) int { return 5 })
+				if err != nil || c == nil || !c.IsShard() {
+					t.Fatalf("claim: %+v %v", c, err)
+				}
+				exit := 0
+				if err := st.Finish(ctx, c.ID, "gone-runner", store.Finish{Status: domain.ExecPassed, ExitCode: &exit,
+					FinishedAt: time.Now().UTC(), Tests: []domain.TestResult{{Name: fmt.Sprint("t", i), Status: domain.TestPassed}},
+					Summary: domain.Summary{Total: 1, Passed: 1}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := h.waitFor(a, task, 30*time.Second, final)
+			if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 2.0 {
+				t.Fatalf("stranded run: %s", r.raw)
+			}
+		})
 	}
 }

@@ -109,6 +109,17 @@ func (r *Reaper) Sweep(ctx context.Context) {
 	for _, e := range expired {
 		r.end(ctx, &e, now, "the runner stopped renewing its lease (runner lost)")
 	}
+	if r.ShardEnded != nil {
+		// A sharded run whose last shard ended without settling it (the process ended, the
+		// database failed at that moment) is settled here: no run stays RUNNING.
+		stranded, err := r.Store.Executions().Stranded(ctx)
+		if err != nil {
+			r.Log.Warn("looking for sharded runs to settle failed", "err", err)
+		}
+		for _, id := range stranded {
+			r.ShardEnded(ctx, id)
+		}
+	}
 }
 
 // failed records a sweep that could not reach the store: the next one that does extends the

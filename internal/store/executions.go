@@ -143,6 +143,9 @@ type ExecutionRepo interface {
 	// ClaimMerge makes holder the one that settles the RUNNING sharded run parentID (its last
 	// container ended), with a lease until leaseUntil for the reaper; false when another did.
 	ClaimMerge(ctx context.Context, parentID, holder string, leaseUntil time.Time) (bool, error)
+	// Stranded lists the sharded runs still RUNNING, not being settled, whose containers have
+	// all ended (their last shard's end was not followed by the run's settling), by ID.
+	Stranded(ctx context.Context) ([]string, error)
 	// RequeueLost puts a shard whose lease expired before now, and that was never started
 	// again, back to PENDING for another runner (its log so far dropped, Attempt 1); false
 	// when it was renewed, ended or started again already.

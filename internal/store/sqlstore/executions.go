@@ -974,6 +974,22 @@ func (r executionRepo) ClaimMerge(ctx context.Context, parentID, holder string, 
 	return err == nil, err
 }
 
+// Stranded reads the RUNNING runs through the (status, lease_until) index: a sharded run being
+// settled holds a lease, and one whose shards go on has a shard not final.
+func (r executionRepo) Stranded(ctx context.Context) ([]string, error) {
+	q := `SELECT p.id FROM executions p WHERE p.status = ? AND p.lease_until IS NULL AND p.shards > 0 AND p.parent_id = ''
+		AND NOT EXISTS (SELECT 1 FROM executions c WHERE c.parent_id = p.id AND c.status IN (?, ?, ?))`
+	ids := map[string]bool{}
+	if err := r.scanIDs(ctx, q, []any{domain.ExecRunning, domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing}, ids); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	return out, nil
+}
+
 // RequeueLost is one conditional UPDATE (like EndExpired) and the removal of the shard's log,
 // in one transaction.
 func (r executionRepo) RequeueLost(ctx context.Context, id string, now time.Time, reason string) (bool, error) {

@@ -8,7 +8,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-modes=(pass fail flaky slow)
+modes=(pass fail flaky slow sharded)
 label=dev.verdict.example.source-hash
 
 die() {

@@ -65,6 +65,7 @@ type logEvent struct {
 	TaskID string `json:"taskId"`
 	Log    string `json:"log"`
 	Offset int64  `json:"offset"`
+	Shard  int    `json:"shard,omitempty"` // the shard followed (?shard=); its offsets are its log's
 }
 
 // executionEvents streams a run's events as Server-Sent Events: the log from the resume
@@ -92,7 +93,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
 	// The stream reads the run as listed (no parsed results) until its final event, which
 	// reads it whole once.
-	e, err := s.executions.GetListed(r.Context(), p, r.PathValue("taskId"))
+	e, runTask, shard, err := s.logSource(r, p)
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch execution")
 		return
@@ -116,7 +117,7 @@ func (s *Server) executionEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{s: s, w: w, r: r, p: p, e: e, f: f, sent: since, rc: http.NewResponseController(w),
+	st := &sseStream{s: s, w: w, r: r, p: p, e: e, f: f, sent: since, rc: http.NewResponseController(w), runTask: runTask, shard: shard,
 		bw: bufio.NewWriterSize(w, 8<<10)}
 	// A dropped follower (its buffer filled while the client did not read, or its owner's
 	// access ended) may be blocked in a write: cut it at once.
@@ -158,6 +159,10 @@ type sseStream struct {
 	rc   *http.ResponseController
 	bw   *bufio.Writer
 	sent int64 // the log's bytes the client has: the offset of the next byte to send
+	// runTask and shard name the run and its shard whose log is followed (?shard=); shard 0:
+	// the run's own.
+	runTask string
+	shard   int
 
 	mu    sync.Mutex
 	gone  bool // cut: every write fails at once
@@ -235,6 +240,11 @@ func (st *sseStream) run(f *follow.Follower) error {
 					return st.finish(ctx, ev.Data)
 				}
 				if err := st.write(follow.EventUpdated, ev.Data); err != nil {
+					return err
+				}
+				// Sent at once: a sharded run's stream carries no log lines to flush it, and its
+				// client learns of a retry container from its update.
+				if err := st.flush(); err != nil {
 					return err
 				}
 			}
@@ -325,7 +335,7 @@ func (st *sseStream) writeLog(text []byte, whole bool) error {
 			}
 			n = min(len(text), sseEventBytes)
 		}
-		data, err := json.Marshal(logEvent{TaskID: st.e.TaskID, Log: string(text[:n]), Offset: st.sent})
+		data, err := json.Marshal(logEvent{TaskID: st.runTask, Log: string(text[:n]), Offset: st.sent, Shard: st.shard})
 		if err != nil {
 			return err
 		}
@@ -367,7 +377,11 @@ func (st *sseStream) finish(ctx context.Context, view json.RawMessage) error {
 		return err
 	}
 	if view == nil {
-		e, err := st.s.executions.Get(ctx, st.p, st.e.TaskID)
+		get := st.s.executions.Get
+		if st.shard > 0 {
+			get = st.s.executions.GetListed // a shard's record: its state, not a run's results
+		}
+		e, err := get(ctx, st.p, st.e.TaskID)
 		if err != nil {
 			return err
 		}

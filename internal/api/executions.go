@@ -141,13 +141,24 @@ func (s *Server) queueExecution(w http.ResponseWriter, r *http.Request) {
 		TaskID         string            `json:"taskId"`
 		TimeoutSeconds int               `json:"timeoutSeconds"`
 		Labels         map[string]string `json:"labels"`
-		SecretVars     []string          `json:"-"` // the schedules' own; the API's variables are masked by value
+		Shards         *int              `json:"shards"`
+		Retries        *int              `json:"retries"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		writeDomainError(w, err)
 		return
 	}
-	e, err := s.executions.Queue(r.Context(), principalFrom(r), executions.QueueInput(in))
+	q := executions.QueueInput{Image: in.Image, Command: in.Command, Environment: in.Environment, BaseURL: in.BaseURL,
+		Folder: in.Folder, ProjectID: in.ProjectID, EnvVars: in.EnvVars, TaskID: in.TaskID,
+		TimeoutSeconds: in.TimeoutSeconds, Labels: in.Labels, Retries: in.Retries}
+	if in.Shards != nil {
+		if *in.Shards < 1 {
+			writeDomainError(w, domain.BadRequest("Validation error", "shards must be at least 1"))
+			return
+		}
+		q.Shards = *in.Shards
+	}
+	e, err := s.executions.Queue(r.Context(), principalFrom(r), q)
 	if err != nil {
 		s.fail(w, r, err, "Failed to queue execution")
 		return

@@ -171,13 +171,13 @@ const finishedItem = `{"taskId":"nightly-42","organizationId":"64b7f0c2a1e4d5f6a
 	"htmlReportUrl":"https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/",
 	"allureReportUrl":null,
 	"artifacts":["https://verdict.example/reports/64b7f0c2a1e4d5f6a7b8c9d0/nightly-42/playwright-report/"],
-	"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false`
+	"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false,"shardTotal":0,"retries":0`
 
 const finishedView = finishedItem + `,"tests":[
 	{"name":"logs in","suite":"auth","status":"passed","durationMs":1200,"retries":0},
 	{"name":"pays","suite":"billing","status":"failed","durationMs":800,"error":"expected 200","retries":0}],
 	"testsNotKept":0,"testsOmitted":0,
-	"analysis":null,
+	"analysis":null,"shards":[],
 	"trackerAIssues":[{"issueId":"9f0e0001-0000-4000-8000-000000000000","issueUrl":"https://linear.app/acme/issue/eng-7",
 		"identifier":"ENG-7","title":"Checkout fails","createdBy":"dev-1","createdAt":"2026-05-04T09:59:50.000Z"}],
 	"trackerBItems":[{"itemId":"9000000001","itemUrl":"https://acme.monday.com/boards/1/pulses/9000000001",
@@ -203,7 +203,7 @@ const runningItem = `{"taskId":"run-abc","organizationId":"64b7f0c2a1e4d5f6a7b8c
 	"queuedAt":"2026-05-04T09:59:40.000Z","startedAt":"2026-05-04T09:59:50.000Z","finishedAt":null,"durationMs":10000,
 	"triggeredBy":"admin-1","viaApiKey":true,"labels":{},"cancelRequested":false,"runner":"remote:ci-2",
 	"summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false}`
+	"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false,"shardTotal":0,"retries":0}`
 
 func TestListExecutionsHandler(t *testing.T) {
 	t.Run("QueryRefusedBeforeTheService", func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestQueueExecutionHandler(t *testing.T) {
 		"queueReason":"waiting for a runner","error":null,"exitCode":null,"queuedAt":"2026-05-04T10:00:00.000Z",
 		"startedAt":null,"finishedAt":null,"durationMs":0,"triggeredBy":"dev-1","viaApiKey":false,"labels":{},"cancelRequested":false,
 		"runner":"","summary":{"total":0,"passed":0,"failed":0,"skipped":0,"flaky":0},"reportFolders":[],"reportBytes":0,"notes":[],
-		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false,"tests":[],"testsNotKept":0,"testsOmitted":0,"analysis":null,
+		"htmlReportUrl":null,"allureReportUrl":null,"artifacts":[],"gate":null,"pinned":false,"filesExpiredAt":null,"quarantinedFailures":[],"testsRecorded":false,"shardTotal":0,"retries":0,"tests":[],"testsNotKept":0,"testsOmitted":0,"analysis":null,"shards":[],
 		"trackerAIssues":[],"trackerBItems":[],"jiraIssues":[],"tickets":[]}}`)
 	want := executions.QueueInput{Image: "suite", TaskID: "nightly-43", EnvVars: map[string]string{"TOKEN": "s3cret"}, TimeoutSeconds: 600}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"verdict/internal/domain"
+	"verdict/internal/identity"
 )
 
 // Log reading bounds. A log is read a window at a time, each window read whole from the
@@ -36,14 +38,18 @@ func (s *Server) executionLogs(w http.ResponseWriter, r *http.Request) {
 		since = n
 	}
 	// The log needs the run's ID and status, never its parsed results.
-	e, err := s.executions.GetListed(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	e, runTask, shard, err := s.logSource(r, principalFrom(r))
 	if err != nil {
 		s.fail(w, r, err, "Failed to fetch logs")
 		return
 	}
 	lw := &logWriter{s: s, w: w, r: r, e: e}
 	if since < 0 {
-		prefix := `{"success":true,"taskId":` + jsonText(e.TaskID) + `,"status":` + jsonText(string(e.Status)) + `,"logs":"`
+		prefix := `{"success":true,"taskId":` + jsonText(runTask) + `,"status":` + jsonText(string(e.Status)) + `,"logs":"`
+		if shard > 0 {
+			prefix = `{"success":true,"taskId":` + jsonText(runTask) + `,"shard":` + strconv.Itoa(shard) +
+				`,"status":` + jsonText(string(e.Status)) + `,"logs":"`
+		}
 		if _, _, err := lw.copy(prefix, 0, -1); err != nil {
 			lw.failed(err)
 			return
@@ -295,4 +301,35 @@ func (j *jsonString) escapeByte(b byte) {
 // htmlSafe reports an ASCII byte that encoding/json writes as it is.
 func htmlSafe(b byte) bool {
 	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+}
+
+// logSource is the run whose log a log route reads: the run named by the path, or with
+// ?shard=N the record of its N-th container (a shard, 1..shardTotal, or a retry container
+// after them), whose own log and status it is. It answers the run's taskId and the shard (0:
+// none). A run that is not sharded, or a shard it does not have, is 404.
+func (s *Server) logSource(r *http.Request, p *identity.Principal) (*domain.Execution, string, int, error) {
+	e, err := s.executions.GetListed(r.Context(), p, r.PathValue("taskId"))
+	if err != nil {
+		return nil, "", 0, err
+	}
+	v, has := r.URL.Query()["shard"]
+	if !has {
+		return e, e.TaskID, 0, nil
+	}
+	n, ok := parseOffset(v)
+	if !ok || n < 1 || n > 1<<16 {
+		return nil, "", 0, domain.BadRequest("Validation error", "shard must be one whole number from 1")
+	}
+	if !e.Sharded() {
+		return nil, "", 0, domain.NotFound("Shard not found", "The run "+e.TaskID+" is not sharded")
+	}
+	c, err := s.executions.GetListed(r.Context(), p, domain.ShardTaskID(e.TaskID, int(n)))
+	var de *domain.Error
+	if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+		return nil, "", 0, domain.NotFound("Shard not found", fmt.Sprintf("The run %s has no shard %d", e.TaskID, n))
+	}
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return c, e.TaskID, int(n), nil
 }

@@ -24,7 +24,8 @@ func projectView(p *domain.Project) Project {
 	}
 	return Project{ID: p.ID, Name: p.Name, Image: p.Image, TargetURLs: urls, DefaultFolder: p.DefaultFolder,
 		TimeoutSeconds: p.TimeoutSeconds, ReportFolders: nonNil(p.ReportFolders), EnvVars: vars,
-		Repository: p.Repository, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
+		Repository: p.Repository, CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt), Shards: max(p.Shards, 1),
+		Retries: p.Retries}
 }
 
 // decodeProject reads a project body; collections that are present (even empty) are applied.
@@ -38,13 +39,15 @@ func decodeProject(w http.ResponseWriter, r *http.Request) (executions.ProjectIn
 		ReportFolders  *[]string          `json:"reportFolders"`
 		EnvVars        *[]domain.EnvVar   `json:"envVars"`
 		Repository     *string            `json:"repository"`
+		Shards         *int               `json:"shards"`
+		Retries        *int               `json:"retries"`
 	}
 	var out executions.ProjectInput
 	if err := decode(w, r, &in); err != nil {
 		return out, err
 	}
 	out.Name, out.Image, out.DefaultFolder, out.TimeoutSeconds = in.Name, in.Image, in.DefaultFolder, in.TimeoutSeconds
-	out.Repository = in.Repository
+	out.Repository, out.Shards, out.Retries = in.Repository, in.Shards, in.Retries
 	if in.TargetURLs != nil {
 		// Its keys are fixed, like a struct's fields: any other one is an unknown field.
 		for _, env := range slices.Sorted(maps.Keys(*in.TargetURLs)) {

@@ -103,7 +103,7 @@ func (s *Server) redirectToLink(w http.ResponseWriter, r *http.Request, orgID, t
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 	orgID, taskID, rel := r.PathValue("org"), r.PathValue("task"), r.PathValue("path")
 	notFound := func() { report.SetHeaders(w.Header()); http.NotFound(w, r) }
-	if !domain.IsObjectID(orgID) || !domain.ValidTaskID(taskID) {
+	if !domain.IsObjectID(orgID) || !domain.ValidStoredTaskID(taskID) {
 		notFound()
 		return
 	}

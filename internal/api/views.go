@@ -158,6 +158,9 @@ type Project struct {
 	Repository     string            `json:"repository"`
 	CreatedAt      string            `json:"createdAt"`
 	UpdatedAt      string            `json:"updatedAt"`
+	// Shards and Retries are the defaults of the project's runs.
+	Shards  int `json:"shards"`
+	Retries int `json:"retries"`
 }
 
 // TestCase is a manual test case; priority is null when it has none.
@@ -234,6 +237,30 @@ type ExecutionListItem struct {
 	// finished run is recorded a moment after its final status (within a minute by the
 	// catch-up when the database was away); until then its gate may still be null.
 	TestsRecorded bool `json:"testsRecorded"`
+	// ShardTotal is the number of containers the run is spread over (SHARD_TOTAL), 0 for a
+	// run of one container; Retries how many retry containers its failed tests may get.
+	ShardTotal int `json:"shardTotal"`
+	Retries    int `json:"retries"`
+}
+
+// Shard is one container of a sharded run: a shard (index 1..shardTotal, retry 0) or a retry
+// container of the failed tests (index 0, retry 1..).
+type Shard struct {
+	Index      int               `json:"index"`
+	Retry      int               `json:"retry"`
+	Status     domain.ExecStatus `json:"status"`
+	Runner     string            `json:"runner"`
+	StartedAt  *string           `json:"startedAt"`
+	FinishedAt *string           `json:"finishedAt"`
+	ExitCode   *int              `json:"exitCode"`
+	Error      *string           `json:"error"`
+	// Assigned counts the tests or test files the shard was given (VERDICT_TESTS_FILE); null:
+	// none given (the framework splits by SHARD_INDEX/SHARD_TOTAL).
+	Assigned *int `json:"assigned"`
+	// Restarted: the shard's first runner was lost and it was started again.
+	Restarted bool `json:"restarted"`
+	// Reports are the links of the shard's own reports (those holding an index.html).
+	Reports []string `json:"reports"`
 }
 
 // QuarantinedFailure is a failed test of a run whose failure did not count.
@@ -264,6 +291,9 @@ type Execution struct {
 	// Analysis explains a FAILED or UNSTABLE run of an organization with analysis on; null
 	// when there is none (yet). The list leaves it out.
 	Analysis *domain.Analysis `json:"analysis"`
+	// Shards are the containers of a sharded run, shards first, then retry containers; empty
+	// for a run of one container. The list leaves them out.
+	Shards []Shard `json:"shards"`
 	// tickets are the tickets created from the run, oldest first: MarshalJSON lists them in a
 	// member per registered tracker (its Spec's RunField: trackerAIssues for Linear's issues,
 	// trackerBItems for Monday.com's items, jiraIssues for Jira's), then all of them in
@@ -359,7 +389,21 @@ func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
 		tests = []domain.TestResult{}
 	}
 	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis,
-		TestsNotKept: max(e.Summary.Total-len(tests), 0), tickets: e.Tickets}
+		TestsNotKept: max(e.Summary.Total-len(tests), 0), tickets: e.Tickets, Shards: make([]Shard, 0, len(e.Parts))}
+	for i := range e.Parts {
+		p := &e.Parts[i]
+		sh := Shard{Index: p.ShardIndex, Retry: p.Retry, Status: p.Status, Runner: p.RunnerID, StartedAt: tsPtr(p.StartedAt),
+			FinishedAt: tsPtr(p.FinishedAt), ExitCode: p.ExitCode, Error: nullable(p.Error), Restarted: p.Attempt > 0,
+			Reports: []string{}}
+		if p.Assigned != nil {
+			n := len(p.Assigned)
+			sh.Assigned = &n
+		}
+		var links ExecutionListItem
+		v.reportLinks(p, &links)
+		sh.Reports = append(sh.Reports, links.Artifacts...)
+		x.Shards = append(x.Shards, sh)
+	}
 	return x
 }
 
@@ -395,7 +439,7 @@ func (v Views) ExecutionListItem(e *domain.Execution, now time.Time) ExecutionLi
 		CancelRequested: e.CancelRequested, Runner: e.RunnerID, Summary: e.Summary,
 		ReportFolders: nonNil(e.ReportDirs), ReportBytes: e.ReportBytes, Notes: nonNil(e.Notes),
 		Artifacts: []string{}, Gate: gateView(e.Gate), Pinned: e.Pinned, FilesExpiredAt: tsPtr(e.FilesExpiredAt), QuarantinedFailures: make([]QuarantinedFailure, len(e.QuarantinedFailures)),
-		TestsRecorded: e.TestsRecorded,
+		TestsRecorded: e.TestsRecorded, ShardTotal: e.Shards, Retries: e.Retries,
 	}
 	for i, q := range e.QuarantinedFailures {
 		item.QuarantinedFailures[i] = QuarantinedFailure{Test: TestRef{ID: q.TestID, Suite: q.Suite, Name: q.Name}, Status: q.Status}

@@ -50,6 +50,7 @@ func legacyExecution(e *domain.Execution, now time.Time) obj {
 		"quarantinedFailures": []any{}, "testsRecorded": e.TestsRecorded,
 		"testsNotKept": max(e.Summary.Total-len(tests), 0), "testsOmitted": 0,
 		"pinned": e.Pinned, "filesExpiredAt": legacyTsPtr(e.FilesExpiredAt),
+		"shardTotal": e.Shards, "retries": e.Retries, "shards": []any{},
 	}
 	v["gate"] = nil // these runs' projects have no gate rules
 	base := "/reports/" + e.OrganizationID + "/" + url.PathEscape(e.TaskID) + "/"
@@ -101,7 +102,8 @@ func legacyProject(p *domain.Project) obj {
 	vars := projectView(p).EnvVars
 	return obj{"id": p.ID, "name": p.Name, "image": p.Image, "targetUrls": urls, "defaultFolder": p.DefaultFolder,
 		"timeoutSeconds": p.TimeoutSeconds, "reportFolders": nonNil(p.ReportFolders), "envVars": vars,
-		"repository": p.Repository, "createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt)}
+		"repository": p.Repository, "createdAt": ts(p.CreatedAt), "updatedAt": ts(p.UpdatedAt),
+		"shards": max(p.Shards, 1), "retries": p.Retries}
 }
 
 // sameJSON fails unless a and b encode to the same JSON value.
@@ -151,6 +153,7 @@ func TestViewsMatchTheirJSON(t *testing.T) {
 		delete(want, "tickets")
 		delete(want, "testsNotKept")
 		delete(want, "testsOmitted")
+		delete(want, "shards")
 		sameJSON(t, name+" list item", Views{}.ExecutionListItem(e, later), want)
 	}
 

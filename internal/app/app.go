@@ -277,6 +277,15 @@ func planTimeouts(byName map[string]time.Duration) map[domain.Plan]time.Duration
 	return m
 }
 
+// planShards is the shards' caps by plan, from their names.
+func planShards(byName map[string]int) map[domain.Plan]int {
+	m := make(map[domain.Plan]int, len(byName))
+	for name, n := range byName {
+		m[domain.Plan(name)] = n
+	}
+	return m
+}
+
 // rateLimits is the API's default buckets with the configured overrides applied.
 func rateLimits(overrides map[string]config.RateLimit) (api.RateLimits, error) {
 	limits := api.DefaultRateLimits()

@@ -38,7 +38,8 @@ func (w *wiring) runPlane(context.Context) error {
 	a.backend = backend
 	execDeps := executions.Deps{Store: st, Box: box, Backend: backend, Reports: reports, Events: cancelCounter{events, a.metrics},
 		Alerts: alerts, Clock: clock, NewID: domain.NewID, Log: log, DefaultImage: cfg.Runs.DefaultImage, DefaultBaseURL: cfg.Runs.DefaultBaseURL,
-		AllowedImages: cfg.Runs.AllowedImages, PlanTimeouts: planTimeouts(cfg.Runs.PlanTimeouts)}
+		AllowedImages: cfg.Runs.AllowedImages, PlanTimeouts: planTimeouts(cfg.Runs.PlanTimeouts),
+		MaxShards: planShards(cfg.Runs.PlanShards)}
 	if err := w.analyst(); err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (w *wiring) runPlane(context.Context) error {
 		own = map[string]run.Backend{a.runner.ID: backend}
 	}
 	a.reaper = &control.Reaper{Store: st, Backends: own, Steps: a.steps, Clock: clock, Log: log, Interval: o.ReapInterval,
-		Metrics: a.metrics, Grace: lease, Outages: outages}
+		Metrics: a.metrics, Grace: lease, Outages: outages, ShardEnded: plane.ShardEnded}
 	return nil
 }
 

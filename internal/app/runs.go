@@ -33,7 +33,9 @@ type hubEvents struct {
 func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 	// The event's view carries the run's first tests only: it goes to every member.
 	view := h.views.ExecutionEvent(e, h.clock())
-	h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
+	if !e.IsShard() { // a shard's own record goes only to the followers of its log (?shard=)
+		h.hub.Emit(e.OrganizationID, realtime.EventExecutionUpdated, view)
+	}
 	data, err := api.MarshalView(view)
 	if err != nil {
 		return
@@ -42,8 +44,15 @@ func (h hubEvents) ExecutionUpdated(e *domain.Execution) {
 		Final: e.Status.Final()})
 }
 
+// ExecutionLog emits a chunk of a run's log. A shard's chunk (taskID is the shard's own,
+// domain.ShardTaskID) goes to the room as its run's, with the shard, and to the shard's own
+// followers (its offsets are its own log's).
 func (h hubEvents) ExecutionLog(orgID, taskID, chunk string, offset int64) {
-	h.hub.Emit(orgID, realtime.EventExecutionLog, realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset})
+	ev := realtime.ExecutionLog{TaskID: taskID, Log: chunk, Offset: offset}
+	if run, shard, ok := domain.ParseShardTaskID(taskID); ok {
+		ev.TaskID, ev.Shard = run, shard
+	}
+	h.hub.Emit(orgID, realtime.EventExecutionLog, ev)
 	h.follow.Publish(follow.Event{Org: orgID, Task: taskID, Name: follow.EventLog, Log: chunk, Offset: offset})
 }
 

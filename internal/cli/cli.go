@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,6 +50,8 @@ type options struct {
 	noWait, strict, cancelOnInterrupt   bool
 	ignoreGate                          bool
 	retryFor                            time.Duration
+	// shards and retries are sent when set (shards > 0, retries >= 0); else the project's.
+	shards, retries int
 }
 
 const usage = `Usage: verdict run [flags]
@@ -119,6 +122,8 @@ func parseFlags(args []string, io IO) (*options, error) {
 	fs.BoolVar(&o.ignoreGate, "ignore-gate", false, "exit by the run's status even when its project's quality gate failed it (the gate is still printed)")
 	fs.BoolVar(&o.cancelOnInterrupt, "cancel-on-interrupt", false, "cancel the run on Ctrl-C or SIGTERM without asking (for CI)")
 	fs.DurationVar(&o.retryFor, "retry-for", 5*time.Minute, "how long to keep reconnecting to a server that stopped answering")
+	fs.IntVar(&o.shards, "shards", 0, "spread the run over this many containers (default: the project's, else 1)")
+	fs.IntVar(&o.retries, "retries", -1, "retry containers for the failed tests, 0 to 3 (default: the project's, else 0)")
 	fs.Var(multiFlag{o.env, "env"}, "env", "a variable for the suite, KEY=VALUE (repeatable)")
 	fs.Var(multiFlag{o.labels, "label"}, "label", "a label of the run, key=value (repeatable); commit, branch and pipeline come from the CI's variables")
 	if err := fs.Parse(args); err != nil {
@@ -135,6 +140,9 @@ func parseFlags(args []string, io IO) (*options, error) {
 	}
 	if o.timeout < 0 {
 		return nil, errors.New("--timeout must be positive")
+	}
+	if o.shards < 0 || o.retries < -1 {
+		return nil, errors.New("--shards and --retries must not be negative")
 	}
 	for k, v := range ciLabels(io.Getenv) {
 		if _, set := o.labels[k]; !set {
@@ -185,6 +193,8 @@ type execution struct {
 	} `json:"summary"`
 	// Gate is the project's quality gate's judgement of the run; nil: none (no rules).
 	Gate *gate `json:"gate"`
+	// Shards are a sharded run's containers.
+	Shards []shard `json:"shards"`
 	// QuarantinedFailures are the run's failed tests whose failures did not count.
 	QuarantinedFailures []struct {
 		Test struct {
@@ -218,6 +228,9 @@ type runner struct {
 	o  *options
 	c  *client
 	io IO
+	// shards follows the logs of a sharded run's shards; nil for a run of one container.
+	shards *shardLogs
+	outMu  sync.Mutex // the log's writers: the run's stream and its shards'
 }
 
 func (r *runner) say(format string, args ...any) {
@@ -246,9 +259,18 @@ func (r *runner) run(ctx context.Context) int {
 	if r.o.timeout > 0 {
 		body["timeoutSeconds"] = int(math.Ceil(r.o.timeout.Seconds()))
 	}
+	if r.o.shards > 0 {
+		body["shards"] = r.o.shards
+	}
+	if r.o.retries >= 0 {
+		body["retries"] = r.o.retries
+	}
 	var queued struct {
-		TaskID string `json:"taskId"`
-		Status string `json:"status"`
+		TaskID    string `json:"taskId"`
+		Status    string `json:"status"`
+		Execution struct {
+			ShardTotal int `json:"shardTotal"`
+		} `json:"execution"`
 	}
 	if err := r.c.call(ctx, "POST", "/api/executions", body, &queued); err != nil {
 		return r.refused("queueing the run", err)
@@ -258,7 +280,15 @@ func (r *runner) run(ctx context.Context) int {
 		return ExitPassed
 	}
 	r.say("run %s queued", queued.TaskID)
+	if n := queued.Execution.ShardTotal; n > 0 {
+		r.shards = newShardLogs(r, queued.TaskID)
+		for i := 1; i <= n; i++ {
+			r.shards.start(ctx, i)
+		}
+		r.say("run %s: %d shard(s); each log line is prefixed by its shard", queued.TaskID, n)
+	}
 	status, code := r.follow(ctx, queued.TaskID)
+	r.shards.wait(10 * time.Second)
 	if code >= 0 {
 		return code
 	}
@@ -353,7 +383,7 @@ func backoff(attempt int) time.Duration {
 // stream reads one connection of the event stream, writing the log from *since on, and
 // returns the final status once it arrives ("" when the stream ended before it).
 func (r *runner) stream(ctx context.Context, taskID string, since *int64) (string, error) {
-	res, err := r.c.follow(ctx, taskID, *since)
+	res, err := r.c.follow(ctx, taskID, *since, 0)
 	if err != nil {
 		return "", err
 	}
@@ -378,13 +408,19 @@ func (r *runner) stream(ctx context.Context, taskID string, since *int64) (strin
 			if l.Offset < *since {
 				text = text[*since-l.Offset:]
 			}
-			if _, werr = io.WriteString(r.io.Stdout, text); werr != nil {
+			if werr = r.write(text); werr != nil {
 				return false
 			}
 			*since = end
 		case "execution-updated":
 			var e execution
-			if json.Unmarshal([]byte(ev.Data), &e) == nil && final(e.Status) {
+			if json.Unmarshal([]byte(ev.Data), &e) != nil {
+				return true
+			}
+			for _, s := range e.Shards {
+				r.shards.start(ctx, s.Index) // a retry container appears while the run goes on
+			}
+			if final(e.Status) {
 				status = e.Status
 				return false
 			}
@@ -433,6 +469,7 @@ func (r *runner) finish(ctx context.Context, taskID, status string) int {
 	if err := r.c.call(ctx, "GET", "/api/executions/"+url.PathEscape(taskID)+"/report-token", nil, &link); err == nil && link.URL != "" {
 		r.say("report: %s", link.URL)
 	}
+	r.printShards(e.Shards)
 	r.printQuarantined(e)
 	r.printGate(e.Gate)
 	if r.o.junit != "" {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -105,8 +106,12 @@ func (c *client) call(ctx context.Context, method, path string, body, out any) e
 }
 
 // follow opens the run's event stream from byte offset since of its log.
-func (c *client) follow(ctx context.Context, taskID string, since int64) (*http.Response, error) {
-	req, err := c.request(ctx, "GET", "/api/executions/"+url.PathEscape(taskID)+"/events", nil)
+func (c *client) follow(ctx context.Context, taskID string, since int64, shard int) (*http.Response, error) {
+	path := "/api/executions/" + url.PathEscape(taskID) + "/events"
+	if shard > 0 {
+		path += "?shard=" + strconv.Itoa(shard)
+	}
+	req, err := c.request(ctx, "GET", path, nil)
 	if err != nil {
 		return nil, err
 	}

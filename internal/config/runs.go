@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,6 +31,9 @@ type Runs struct {
 	// PlanTimeouts caps a run's timeoutSeconds per plan name (VERDICT_PLAN_TIMEOUTS:
 	// "free=15m,team=2h,enterprise=24h"); a plan the setting leaves out keeps its default.
 	PlanTimeouts map[string]time.Duration
+	// PlanShards caps a run's shards per plan name (VERDICT_PLAN_SHARDS:
+	// "free=4,team=8,enterprise=32"); a plan the setting leaves out keeps its default.
+	PlanShards map[string]int
 }
 
 // minRunnerSecret is the shortest VERDICT_RUNNER_SECRET accepted: the secret hands out runs
@@ -64,6 +68,17 @@ func decodeRuns(d *decoder) Runs {
 			continue
 		}
 		r.PlanTimeouts[plan] = dur
+	}
+	r.PlanShards = map[string]int{"free": 4, "team": 8, "enterprise": 32}
+	for _, kv := range d.list("VERDICT_PLAN_SHARDS", "free=4,team=8,enterprise=32") {
+		plan, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		plan = strings.TrimSpace(plan)
+		if err != nil || n < 1 || n > 256 || (plan != "free" && plan != "team" && plan != "enterprise") {
+			d.bad("VERDICT_PLAN_SHARDS", "want plan=shards pairs (free, team, enterprise; 1 to 256), got %q", kv)
+			continue
+		}
+		r.PlanShards[plan] = n
 	}
 	return r
 }

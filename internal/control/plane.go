@@ -103,9 +103,13 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 		if err != nil || e == nil {
 			return nil, p.unavailable(ctx, err)
 		}
-		p.Events.ExecutionUpdated(e)
-		if p.Metrics != nil {
-			p.Metrics.RunStarted(e)
+		if e.IsShard() {
+			p.announceRun(ctx, e) // the run shows its shards' states
+		} else {
+			p.Events.ExecutionUpdated(e)
+			if p.Metrics != nil {
+				p.Metrics.RunStarted(e)
+			}
 		}
 		env, err := OpenEnv(p.Box, e.EnvCipher)
 		if err != nil {
@@ -120,9 +124,13 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 		p.mu.Lock()
 		p.held[e.ID] = e
 		p.mu.Unlock()
-		return &run.Work{ID: e.ID, OrganizationID: e.OrganizationID, TaskID: e.TaskID, Image: e.Image,
+		w := &run.Work{ID: e.ID, OrganizationID: e.OrganizationID, TaskID: e.TaskID, Image: e.Image,
 			Command: e.Command, BaseURL: e.BaseURL, Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds,
-			ReportFolders: e.ReportFolders, Env: env}, nil
+			ReportFolders: e.ReportFolders, Env: env}
+		if e.IsShard() {
+			w.Shard = p.shardWork(ctx, e, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+		}
+		return w, nil
 	}
 }
 

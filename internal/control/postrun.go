@@ -66,6 +66,9 @@ const analysisTimeout = 90 * time.Second
 // made again, and the storage is counted only by the try whose final write ended the run (or
 // that found it ended by the reaper, whose write counts none).
 func (p *peer) settle(ctx context.Context, e *domain.Execution, f store.Finish, log *slog.Logger) error {
+	if e.IsShard() {
+		return p.settleShard(ctx, e, f, log) // its run is settled once, by its last shard (shards.go)
+	}
 	if p.Histories != nil && f.Summary.Failed > 0 {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
 		quarantined, err := p.Histories.Quarantined(qctx, e)

@@ -43,6 +43,9 @@ type Reaper struct {
 	// Outages are the store failures this process's control plane met (shared with
 	// Plane.Outages); nil: only the reaper's own sweeps count.
 	Outages *Outages
+	// ShardEnded settles a sharded run once its shards have ended (Plane.ShardEnded), told of
+	// each shard the reaper ends; nil: none.
+	ShardEnded func(ctx context.Context, parentID string)
 
 	started bool   // a sweep reached the store since the process started
 	seen    uint64 // Outages.count() when the leases were last extended
@@ -106,6 +109,17 @@ func (r *Reaper) Sweep(ctx context.Context) {
 	for _, e := range expired {
 		r.end(ctx, &e, now, "the runner stopped renewing its lease (runner lost)")
 	}
+	if r.ShardEnded != nil {
+		// A sharded run whose last shard ended without settling it (the process ended, the
+		// database failed at that moment) is settled here: no run stays RUNNING.
+		stranded, err := r.Store.Executions().Stranded(ctx)
+		if err != nil {
+			r.Log.Warn("looking for sharded runs to settle failed", "err", err)
+		}
+		for _, id := range stranded {
+			r.ShardEnded(ctx, id)
+		}
+	}
 }
 
 // failed records a sweep that could not reach the store: the next one that does extends the
@@ -122,6 +136,12 @@ func (r *Reaper) failed(ctx context.Context, what string, err error) {
 }
 
 func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, reason string) {
+	if r.requeueShard(ctx, e, now) {
+		return
+	}
+	if e.IsShard() {
+		reason = domain.ShardLost // its run's error names it: "shard 3 of 4 was lost"
+	}
 	var ended bool
 	var err error
 	final := domain.ExecError
@@ -135,12 +155,28 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 	if err != nil || !ended {
 		return
 	}
-	if r.Metrics != nil {
+	if r.Metrics != nil && !e.IsShard() {
 		done := *e
 		done.Status, done.FinishedAt = final, &now
 		r.Metrics.RunFinished(&done)
 	}
 	r.Log.Warn("run ended: lease expired", "org", e.OrganizationID, "task", e.TaskID, "runner", e.RunnerID)
+	r.removeLost(ctx, e)
+	if e.IsShard() {
+		// A shard's end is its run's business: the run is settled once its shards have ended.
+		if r.ShardEnded != nil {
+			r.ShardEnded(ctx, e.ParentID)
+		}
+		return
+	}
+	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
+		afterRun(ctx, r.Steps, r.Store, r.Clock, done, r.Log)
+	}
+}
+
+// removeLost removes the container of a run whose runner was lost, when that runner's backend
+// is this process's (Backends), and the runner's network sandboxes.
+func (r *Reaper) removeLost(ctx context.Context, e *domain.Execution) {
 	if b := r.Backends[e.RunnerID]; b != nil && e.RunnerID != "" {
 		if e.ContainerID != "" {
 			if err := b.Remove(ctx, e.ContainerID); err != nil {
@@ -154,9 +190,6 @@ func (r *Reaper) end(ctx context.Context, e *domain.Execution, now time.Time, re
 				r.Log.Info("removing the lost runner's network sandboxes failed", "runner", e.RunnerID, "err", err)
 			}
 		}
-	}
-	if done, err := r.Store.Executions().GetByID(ctx, e.ID); err == nil {
-		afterRun(ctx, r.Steps, r.Store, r.Clock, done, r.Log)
 	}
 }
 

@@ -60,6 +60,9 @@ type TestResult struct {
 	DurationMs int64      `json:"durationMs"`
 	Error      string     `json:"error,omitempty"`
 	Retries    int        `json:"retries"`
+	// Shard is the shard (from 1) whose container ran the test, in a sharded run; 0: the run
+	// is not sharded.
+	Shard int `json:"shard,omitempty"`
 }
 
 // Summary counts an execution's tests.
@@ -153,6 +156,8 @@ type Project struct {
 	TimeoutSeconds int
 	ReportFolders  []string // under /app
 	EnvVars        []EnvVar // secret values are ciphertext here
+	// Shards and Retries are the defaults of the project's runs (0: one container, no retry).
+	Shards, Retries int
 	// Repository is where the project's code lives ("owner/name" on GitHub, a GitLab project's
 	// path; ValidRepository), to which its runs report commit statuses; "" for none.
 	Repository string
@@ -235,6 +240,8 @@ type Execution struct {
 	Pinned bool
 	// FilesExpiredAt is when retention deleted the run's log and report files; nil: kept.
 	FilesExpiredAt *time.Time
+
+	Sharding // the run's shards and retries, or this container's part of a sharded run
 }
 
 // DurationMs is the run's wall time from start to finish (so far, when running).

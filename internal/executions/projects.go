@@ -22,9 +22,12 @@ type ProjectInput struct {
 	EnvVars        []domain.EnvVar
 	// Repository is where the project's code lives ("owner/name", a GitLab path); "" clears it.
 	Repository *string
-	setURLs    bool
-	setFolders bool
-	setEnv     bool
+	// Shards and Retries are the defaults of the project's runs (shards at least 1, retries
+	// 0..domain.MaxRetries); the plan's cap applies when a run is queued.
+	Shards, Retries *int
+	setURLs         bool
+	setFolders      bool
+	setEnv          bool
 }
 
 // WithTargetURLs, WithReportFolders and WithEnvVars mark the collections as sent (an empty
@@ -149,6 +152,18 @@ func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old [
 			return domain.BadRequest("Validation error", "timeoutSeconds must be between 1 and 86400")
 		}
 		proj.TimeoutSeconds = *in.TimeoutSeconds
+	}
+	if in.Shards != nil {
+		if err := checkShards(*in.Shards, 0); err != nil {
+			return err
+		}
+		proj.Shards = *in.Shards
+	}
+	if in.Retries != nil {
+		if err := checkRetries(*in.Retries); err != nil {
+			return err
+		}
+		proj.Retries = *in.Retries
 	}
 	if in.Repository != nil {
 		r := strings.TrimSpace(*in.Repository)

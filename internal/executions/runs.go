@@ -29,7 +29,7 @@ func (s *Service) Get(ctx context.Context, p *identity.Principal, taskID string)
 // The lookup is therefore as cheap as a run can be read: as listed, without its parsed results
 // or analysis. The caller checks the credential before serving anything of the run.
 func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*domain.Execution, error) {
-	if !domain.ValidTaskID(taskID) {
+	if !domain.ValidStoredTaskID(taskID) { // a shard's reports are under its own
 		return nil, errNotFound
 	}
 	e, err := s.store.Executions().GetListed(ctx, orgID, taskID)
@@ -40,7 +40,7 @@ func (s *Service) FindForReport(ctx context.Context, orgID, taskID string) (*dom
 // tests, analysis and tickets, which are not read. For answers that need a run's identity,
 // status and reports only.
 func (s *Service) GetListed(ctx context.Context, p *identity.Principal, taskID string) (*domain.Execution, error) {
-	if !domain.ValidTaskID(taskID) {
+	if !domain.ValidStoredTaskID(taskID) { // a shard's (its log, ?shard=)
 		return nil, errNotFound
 	}
 	e, err := s.store.Executions().GetListed(ctx, p.OrgID, taskID)
@@ -165,6 +165,9 @@ func (s *Service) Cancel(ctx context.Context, p *identity.Principal, taskID stri
 	}
 	if !now {
 		s.stop(e.ID)
+		for _, part := range e.Parts { // a sharded run's containers, at once where they are this server's
+			s.stop(part.ID)
+		}
 	}
 	if e, err = s.store.Executions().Get(ctx, p.OrgID, taskID); err != nil {
 		return nil, err
@@ -190,9 +193,14 @@ func (s *Service) Delete(ctx context.Context, p *identity.Principal, taskID stri
 			return err
 		}
 		s.stop(e.ID)
+		for _, part := range e.Parts {
+			s.stop(part.ID)
+		}
 	}
-	if err := s.store.Logs().DeleteAll(ctx, e.ID); err != nil {
-		return err
+	for _, id := range append([]string{e.ID}, partIDs(e)...) {
+		if err := s.store.Logs().DeleteAll(ctx, id); err != nil {
+			return err
+		}
 	}
 	if err := s.store.Executions().Delete(ctx, p.OrgID, taskID); err != nil {
 		return notFound(err, errNotFound)
@@ -200,6 +208,13 @@ func (s *Service) Delete(ctx context.Context, p *identity.Principal, taskID stri
 	freed, err := s.reports.Delete(ctx, p.OrgID, taskID)
 	if err != nil {
 		s.log.Warn("deleting a run's reports failed", "task", taskID, "err", err)
+	}
+	for _, part := range e.Parts { // a sharded run's containers keep their reports under their own task IDs
+		n, err := s.reports.Delete(ctx, p.OrgID, part.TaskID)
+		if err != nil {
+			s.log.Warn("deleting a shard's reports failed", "task", part.TaskID, "err", err)
+		}
+		freed += n
 	}
 	if freed > 0 {
 		if err := s.store.Organizations().AddStorageUsed(ctx, p.OrgID, -freed); err != nil {
@@ -337,4 +352,13 @@ func sentence(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// partIDs are the internal IDs of a sharded run's containers' records.
+func partIDs(e *domain.Execution) []string {
+	ids := make([]string, len(e.Parts))
+	for i, part := range e.Parts {
+		ids[i] = part.ID
+	}
+	return ids
 }

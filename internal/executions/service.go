@@ -41,6 +41,7 @@ type Service struct {
 	defaultBaseURL string
 	allowedImages  []string
 	planTimeouts   map[domain.Plan]time.Duration
+	maxShards      map[domain.Plan]int
 }
 
 // Deps are the Service's collaborators and settings. Store, Box, Reports and Events are
@@ -65,6 +66,8 @@ type Deps struct {
 	AllowedImages []string
 	// PlanTimeouts cap a run's timeout per plan; a plan without an entry is capped at 24 h.
 	PlanTimeouts map[domain.Plan]time.Duration
+	// MaxShards caps a run's shards per plan; nil: domain.DefaultMaxShards.
+	MaxShards map[domain.Plan]int
 	// Queued is told of each run queued, in the transaction that stores it (a commit's pending
 	// status enqueued in the outbox with it); its error fails the queueing. nil: none.
 	Queued func(ctx context.Context, tx store.Store, e *domain.Execution) error
@@ -90,7 +93,10 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{store: d.Store, box: d.Box, backend: d.Backend, reports: d.Reports, events: d.Events,
+	if d.MaxShards == nil {
+		d.MaxShards = domain.DefaultMaxShards
+	}
+	return &Service{maxShards: d.MaxShards, store: d.Store, box: d.Box, backend: d.Backend, reports: d.Reports, events: d.Events,
 		wake: d.Wake, stop: d.Stop, queued: d.Queued, alerts: d.Alerts, clock: d.Clock, newID: d.NewID, log: d.Log,
 		defaultImage: d.DefaultImage, defaultBaseURL: d.DefaultBaseURL, allowedImages: d.AllowedImages,
 		planTimeouts: d.PlanTimeouts}
@@ -161,6 +167,10 @@ type QueueInput struct {
 	TimeoutSeconds int
 	// Labels are the run's key:value labels (domain.ValidateLabels).
 	Labels map[string]string
+	// Shards is the number of containers the run is spread over (0: the project's, else 1);
+	// Retries how many retry containers its failed tests get (nil: the project's, else 0).
+	Shards  int
+	Retries *int
 	// SecretVars names the variables of EnvVars whose values are masked in the run's log like
 	// a project's secrets (a schedule's secret variables).
 	SecretVars []string
@@ -196,11 +206,19 @@ func (s *Service) Queue(ctx context.Context, p *identity.Principal, in QueueInpu
 		return nil, err
 	}
 	generated := e.TaskID == ""
+	s.shardDraft(e, in)
+	parts, err := s.planShards(ctx, e, in.Shards)
+	if err != nil {
+		return nil, err
+	}
 	err = s.store.InTx(ctx, func(tx store.Store) error {
 		if err := tx.Organizations().Lock(ctx, p.OrgID); err != nil {
 			return err
 		}
-		return s.admit(ctx, tx, p.OrgID, e, in.TimeoutSeconds, generated)
+		if err := s.admit(ctx, tx, p.OrgID, e, in.TimeoutSeconds, generated); err != nil {
+			return err
+		}
+		return s.createShards(ctx, tx, e, parts)
 	})
 	if err != nil {
 		return nil, err
@@ -235,6 +253,14 @@ func checkQueueInput(in QueueInput) error {
 	}
 	if len(in.EnvVars) > maxEnvVars {
 		return domain.BadRequest("Validation error", fmt.Sprintf("at most %d envVars", maxEnvVars))
+	}
+	if err := checkShards(in.Shards, 0); in.Shards != 0 && err != nil {
+		return err
+	}
+	if in.Retries != nil {
+		if err := checkRetries(*in.Retries); err != nil {
+			return err
+		}
 	}
 	return domain.ValidateLabels(in.Labels)
 }
@@ -403,6 +429,7 @@ func (s *Service) applyProject(e *domain.Execution, proj *domain.Project, env *r
 		e.TimeoutSeconds = proj.TimeoutSeconds
 	}
 	e.ReportFolders = proj.ReportFolders
+	e.Shards, e.Retries = proj.Shards, proj.Retries // the request's replace them (shardDraft)
 	if e.BaseURL == "" && e.Environment != "" {
 		e.BaseURL = proj.TargetURLs[e.Environment]
 	}

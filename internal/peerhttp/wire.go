@@ -78,26 +78,29 @@ type logBody struct {
 }
 
 type workJSON struct {
-	ID             string     `json:"id"`
-	OrganizationID string     `json:"organizationId"`
-	TaskID         string     `json:"taskId"`
-	Image          string     `json:"image"`
-	Command        string     `json:"command,omitempty"`
-	BaseURL        string     `json:"baseUrl"`
-	Folder         string     `json:"folder"`
-	TimeoutSeconds int        `json:"timeoutSeconds"`
-	ReportFolders  []string   `json:"reportFolders"`
-	Env            run.RunEnv `json:"env"`
+	ID             string         `json:"id"`
+	OrganizationID string         `json:"organizationId"`
+	TaskID         string         `json:"taskId"`
+	Image          string         `json:"image"`
+	Command        string         `json:"command,omitempty"`
+	BaseURL        string         `json:"baseUrl"`
+	Folder         string         `json:"folder"`
+	TimeoutSeconds int            `json:"timeoutSeconds"`
+	ReportFolders  []string       `json:"reportFolders"`
+	Env            run.RunEnv     `json:"env"`
+	Shard          *run.ShardWork `json:"shard,omitempty"`
 }
 
 func workToJSON(w *run.Work) workJSON {
 	return workJSON{ID: w.ID, OrganizationID: w.OrganizationID, TaskID: w.TaskID, Image: w.Image, Command: w.Command,
-		BaseURL: w.BaseURL, Folder: w.Folder, TimeoutSeconds: w.TimeoutSeconds, ReportFolders: w.ReportFolders, Env: w.Env}
+		BaseURL: w.BaseURL, Folder: w.Folder, TimeoutSeconds: w.TimeoutSeconds, ReportFolders: w.ReportFolders, Env: w.Env,
+		Shard: w.Shard}
 }
 
 func (j workJSON) work() *run.Work {
 	return &run.Work{ID: j.ID, OrganizationID: j.OrganizationID, TaskID: j.TaskID, Image: j.Image, Command: j.Command,
-		BaseURL: j.BaseURL, Folder: j.Folder, TimeoutSeconds: j.TimeoutSeconds, ReportFolders: j.ReportFolders, Env: j.Env}
+		BaseURL: j.BaseURL, Folder: j.Folder, TimeoutSeconds: j.TimeoutSeconds, ReportFolders: j.ReportFolders, Env: j.Env,
+		Shard: j.Shard}
 }
 
 type reportsJSON struct {

@@ -106,11 +106,13 @@ func (h *Hub) mergeLogs(e *emission) *emission {
 	}
 	var b strings.Builder
 	b.WriteString(e.log.Log)
-	defer func() { e.log = &ExecutionLog{TaskID: e.log.TaskID, Log: b.String(), Offset: e.log.Offset} }()
+	defer func() {
+		e.log = &ExecutionLog{TaskID: e.log.TaskID, Log: b.String(), Offset: e.log.Offset, Shard: e.log.Shard}
+	}()
 	for {
 		select {
 		case n := <-h.queue:
-			if n.log == nil || n.room != e.room || n.event != e.event || n.log.TaskID != e.log.TaskID ||
+			if n.log == nil || n.room != e.room || n.event != e.event || n.log.TaskID != e.log.TaskID || n.log.Shard != e.log.Shard ||
 				b.Len()+len(n.log.Log) > maxMergedLog {
 				return &n
 			}
@@ -130,7 +132,11 @@ func (h *Hub) broadcast(e emission) {
 	// would reach other replicas' clients with Go field names.
 	var v any
 	if e.log != nil {
-		v = map[string]any{"taskId": e.log.TaskID, "log": e.log.Log, "offset": e.log.Offset}
+		m := map[string]any{"taskId": e.log.TaskID, "log": e.log.Log, "offset": e.log.Offset}
+		if e.log.Shard > 0 { // a shard's log: its offsets are that shard's
+			m["shard"] = e.log.Shard
+		}
+		v = m
 	} else if err := json.Unmarshal(e.json, &v); err != nil {
 		h.log.Error("emit: re-decoding payload", "event", e.event, "error", err)
 		return

@@ -56,6 +56,9 @@ type ExecutionLog struct {
 	TaskID string `json:"taskId"`
 	Log    string `json:"log"`
 	Offset int64  `json:"offset"`
+	// Shard is the shard whose log it is (its offset is in that shard's log), in a sharded
+	// run; 0 (left out) for a run of one container.
+	Shard int `json:"shard,omitempty"`
 }
 
 // Identity is who an authenticated connection acts as.

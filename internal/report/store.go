@@ -103,7 +103,7 @@ func (s *FSStore) runDir(orgID, taskID string) (string, error) {
 // neither can name another folder or object prefix. Organization IDs made by domain.NewID
 // have it.
 func validIDs(orgID, taskID string) error {
-	if !domain.ValidTaskID(orgID) || !domain.ValidTaskID(taskID) {
+	if !domain.ValidTaskID(orgID) || !domain.ValidStoredTaskID(taskID) {
 		return ErrInvalidID
 	}
 	return nil

@@ -62,6 +62,9 @@ type Spec struct {
 	// ReportDirs are the run's report folders under /app (junit, playwright-report): a backend
 	// that cannot copy out of an exited container keeps them on volumes of their own.
 	ReportDirs []string
+	// Files are written into the container before it starts, by absolute path (a sharded
+	// run's lists of tests, run.TestsFile); nil: none.
+	Files map[string][]byte
 }
 
 // Container is a container found by label.

@@ -58,7 +58,29 @@ type Work struct {
 	TimeoutSeconds int
 	ReportFolders  []string // under /app; empty: domain.DefaultReportFolders
 	Env            RunEnv   // the run's variables, unsealed
+	// Shard is the container's part of a sharded run; nil for a run of one container.
+	Shard *ShardWork
 }
+
+// ShardWork is one container's part of a sharded run (see the container contract in
+// docs/suites.md): its place among the run's containers and the tests it runs.
+type ShardWork struct {
+	RunTaskID string `json:"runTaskId"` // the run's taskId (TASK_ID); Work.TaskID is the shard's own
+	Index     int    `json:"index"`     // SHARD_INDEX, from 1
+	Total     int    `json:"total"`     // SHARD_TOTAL
+	Retry     bool   `json:"retry"`     // a retry container of the failed tests (VERDICT_RETRY=1)
+	// Tests are the tests or test files to run, one per line of TestsFile; nil: none assigned.
+	Tests []string `json:"tests"`
+	// AllTests are those assigned to all the run's shards (AllTestsFile), so that a suite can
+	// spread the tests it has that are in no list (new ones) by SHARD_INDEX; nil: none.
+	AllTests []string `json:"allTests"`
+}
+
+// Where a container finds its lists of tests (the container contract).
+const (
+	TestsFile    = "/verdict/tests.txt"
+	AllTestsFile = "/verdict/all-tests.txt"
+)
 
 // Reports is what Upload kept of a run's reports and read in them.
 type Reports struct {

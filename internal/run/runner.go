@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -361,11 +362,13 @@ func (r *Runner) spec(e *Work, timeout time.Duration) (Spec, error) {
 	vars["TASK_ID"] = e.TaskID
 	vars["CI"] = "true"
 	vars["FRAMEWORK_AGNOSTIC"] = "true"
+	files := shardFiles(e.Shard, vars)
 	entrypoint, err := ParseCommand(e.Command)
 	if err != nil {
 		return Spec{}, err
 	}
 	return Spec{
+		Files:       files,
 		Name:        "verdict-" + e.ID,
 		Image:       e.Image,
 		Entrypoint:  entrypoint,
@@ -501,4 +504,38 @@ func (r *Runner) rememberBigApp(image string) {
 		r.bigApps = map[string]bool{}
 	}
 	r.bigApps[image] = true
+}
+
+// shardFiles sets a shard's variables in vars (SHARD_INDEX, SHARD_TOTAL, VERDICT_RETRY, the
+// run's taskId as TASK_ID, VERDICT_TESTS_FILE and VERDICT_ALL_TESTS_FILE when it has lists)
+// and returns the files of its lists, one test or test file per line; nil for a run of one
+// container.
+func shardFiles(s *ShardWork, vars map[string]string) map[string][]byte {
+	if s == nil {
+		return nil
+	}
+	vars["TASK_ID"] = s.RunTaskID
+	vars["SHARD_INDEX"] = strconv.Itoa(s.Index)
+	vars["SHARD_TOTAL"] = strconv.Itoa(s.Total)
+	if s.Retry {
+		vars["VERDICT_RETRY"] = "1"
+	}
+	if s.Tests == nil {
+		return nil
+	}
+	lines := func(l []string) []byte {
+		var b strings.Builder
+		for _, t := range l {
+			b.WriteString(t)
+			b.WriteByte('\n')
+		}
+		return []byte(b.String())
+	}
+	files := map[string][]byte{TestsFile: lines(s.Tests)}
+	vars["VERDICT_TESTS_FILE"] = TestsFile
+	if s.AllTests != nil {
+		files[AllTestsFile] = lines(s.AllTests)
+		vars["VERDICT_ALL_TESTS_FILE"] = AllTestsFile
+	}
+	return files
 }

@@ -137,7 +137,21 @@ type ExecutionRepo interface {
 	// it had reached) and analysis, keeping the outcome it recorded; false, nil when a
 	// heartbeat renewed the lease first or the run is not ANALYZING.
 	SettleExpired(ctx context.Context, id string, now time.Time, status domain.ExecStatus, a *domain.Analysis) (bool, error)
+	// Shards lists the records of a sharded run's containers (its shards, then its retry
+	// containers), by the run's internal ID.
+	Shards(ctx context.Context, parentID string) ([]domain.Execution, error)
+	// ClaimMerge makes holder the one that settles the RUNNING sharded run parentID (its last
+	// container ended), with a lease until leaseUntil for the reaper; false when another did.
+	ClaimMerge(ctx context.Context, parentID, holder string, leaseUntil time.Time) (bool, error)
+	// Stranded lists the sharded runs still RUNNING, not being settled, whose containers have
+	// all ended (their last shard's end was not followed by the run's settling), by ID.
+	Stranded(ctx context.Context) ([]string, error)
+	// RequeueLost puts a shard whose lease expired before now, and that was never started
+	// again, back to PENDING for another runner (its log so far dropped, Attempt 1); false
+	// when it was renewed, ended or started again already.
+	RequeueLost(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 	// RequestCancel cancels a PENDING run at once (true) or flags a RUNNING one for its runner.
+	// A sharded run's shards are cancelled or flagged with it.
 	RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (cancelledNow bool, err error)
 	Delete(ctx context.Context, orgID, taskID string) error
 	// ListPending lists PENDING executions oldest first (to explain why they wait).

@@ -24,7 +24,8 @@ import (
 	"time"
 )
 
-// mode selects the replayed outcomes: pass, fail, flaky or slow. Set with -ldflags -X.
+// mode selects the replayed outcomes: pass, fail, flaky, slow or sharded (sharded.go). Set
+// with -ldflags -X.
 var mode = "pass"
 
 // attempt is one try of a test; a test with two attempts was retried.
@@ -157,6 +158,9 @@ func run(root string, args []string, get func(string) string, stdout, stderr io.
 	folder := ""
 	if len(args) > 0 {
 		folder = args[0]
+	}
+	if mode == "sharded" {
+		return runSharded(root, get, stdout, stderr)
 	}
 	e := readEnv(get)
 	all, err := cases(mode)

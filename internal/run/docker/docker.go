@@ -287,9 +287,9 @@ func (b *Backend) Start(ctx context.Context, spec run.Spec) (string, error) {
 	var id string
 	var err error
 	if b.sandboxed(ctx) {
-		id, err = b.startInSandbox(ctx, cctx, opts, sandboxKey{runner: spec.Labels[run.LabelRunner], hostGateway: spec.HostGateway})
+		id, err = b.startInSandbox(ctx, cctx, opts, sandboxKey{runner: spec.Labels[run.LabelRunner], hostGateway: spec.HostGateway}, spec.Files)
 	} else {
-		id, err = b.startOnNetwork(ctx, cctx, opts, spec.HostGateway)
+		id, err = b.startOnNetwork(ctx, cctx, opts, spec.HostGateway, spec.Files)
 	}
 	if err != nil {
 		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
@@ -305,7 +305,7 @@ const hostGateway = "host.docker.internal:host-gateway"
 
 // startOnNetwork creates and starts the run container in a network namespace of its own on the
 // run network.
-func (b *Backend) startOnNetwork(ctx, cctx context.Context, opts client.ContainerCreateOptions, withHost bool) (string, error) {
+func (b *Backend) startOnNetwork(ctx, cctx context.Context, opts client.ContainerCreateOptions, withHost bool, files map[string][]byte) (string, error) {
 	if err := b.EnsureNetwork(ctx); err != nil {
 		return "", err
 	}
@@ -313,26 +313,29 @@ func (b *Backend) startOnNetwork(ctx, cctx context.Context, opts client.Containe
 	if withHost {
 		opts.HostConfig.ExtraHosts = []string{hostGateway}
 	}
-	id, err := b.createAndStart(ctx, cctx, opts)
+	id, err := b.createAndStart(ctx, cctx, opts, files)
 	if err != nil && isNetworkMissing(err) {
 		// The run network was removed behind Verdict's back (docker network prune removes an
 		// unused one): it is made again.
 		b.forgetNetwork()
 		if err = b.EnsureNetwork(cctx); err == nil {
-			id, err = b.createAndStart(ctx, cctx, opts)
+			id, err = b.createAndStart(ctx, cctx, opts, files)
 		}
 	}
 	return id, err
 }
 
-// createAndStart creates and starts the container with cctx. A container that cannot start, or
-// whose run's ctx has ended, is removed again.
-func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.ContainerCreateOptions) (string, error) {
+// createAndStart creates the container with cctx, writes files into it, and starts it. A
+// container that cannot start, or whose run's ctx has ended, is removed again.
+func (b *Backend) createAndStart(ctx, cctx context.Context, opts client.ContainerCreateOptions, files map[string][]byte) (string, error) {
 	id, err := b.create(cctx, opts)
 	if err != nil {
 		return "", err
 	}
-	if ctx.Err() == nil {
+	if len(files) > 0 && ctx.Err() == nil {
+		err = b.copyIn(cctx, id, files)
+	}
+	if err == nil && ctx.Err() == nil {
 		err = b.start(cctx, id)
 	}
 	if err == nil && ctx.Err() != nil {
@@ -794,4 +797,36 @@ func topDirs(r io.Reader) ([]string, error) {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// copyIn writes files (by absolute path, readable by any user) into the created container
+// before it starts, as one tar stream extracted at its root.
+func (b *Backend) copyIn(ctx context.Context, id string, files map[string][]byte) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		rel := strings.TrimPrefix(path.Clean(name), "/")
+		for d := path.Dir(rel); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(files[name])),
+			ModTime: time.Unix(0, 0)}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	_, err := b.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf})
+	if err != nil {
+		return fmt.Errorf("write the run's files into the container: %w", err)
+	}
+	return nil
 }

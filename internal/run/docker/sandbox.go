@@ -90,7 +90,7 @@ func (b *Backend) sandboxed(ctx context.Context) bool {
 // gone or stopped (removed behind Verdict's back, or the engine restarted), the run gets a new one
 // (not another idle one, which may be as dead). A start that fails for any reason drops its
 // sandbox, which a container may have joined.
-func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.ContainerCreateOptions, key sandboxKey) (string, error) {
+func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.ContainerCreateOptions, key sandboxKey, files map[string][]byte) (string, error) {
 	sb, err := b.takeSandbox(cctx, key)
 	for attempt := 0; ; attempt++ {
 		if err != nil {
@@ -99,7 +99,7 @@ func (b *Backend) startInSandbox(ctx, cctx context.Context, opts client.Containe
 		opts.HostConfig.NetworkMode = container.NetworkMode("container:" + sb.id)
 		opts.HostConfig.Binds = sb.binds
 		var id string
-		if id, err = b.createAndStart(ctx, cctx, opts); err == nil {
+		if id, err = b.createAndStart(ctx, cctx, opts, files); err == nil {
 			b.sandboxes.mu.Lock()
 			b.sandboxes.used[id] = sb
 			b.sandboxes.mu.Unlock()

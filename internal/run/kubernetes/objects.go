@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -131,11 +133,40 @@ var keeperResources = corev1.ResourceRequirements{
 // Job's own spec, which anyone allowed to read Jobs could read.
 func secretFor(spec run.Spec, ns string) *corev1.Secret {
 	labels, annotations := objectLabels(spec.Labels)
-	return &corev1.Secret{
+	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: ns, Labels: labels, Annotations: annotations},
 		Type:       corev1.SecretTypeOpaque,
 		StringData: spec.Env,
 	}
+	// The run's files (a shard's lists of tests) ride in the same Secret, under keys that are
+	// no variable's name, and are mounted as files (filesVolume).
+	for i, name := range slices.Sorted(maps.Keys(spec.Files)) {
+		if sec.Data == nil {
+			sec.Data = map[string][]byte{}
+		}
+		sec.Data[fileKey(i)] = spec.Files[name]
+	}
+	return sec
+}
+
+// filesDir is where a run's files are mounted: every path of run.Spec.Files is in it.
+const filesDir = "/verdict"
+
+func fileKey(i int) string { return fmt.Sprintf("verdict-file-%d", i) }
+
+// filesVolume mounts the run's files from its Secret at filesDir; nil when it has none.
+func filesVolume(spec run.Spec) (*corev1.Volume, *corev1.VolumeMount) {
+	if len(spec.Files) == 0 {
+		return nil, nil
+	}
+	mode := int32(0o444)
+	var items []corev1.KeyToPath
+	for i, name := range slices.Sorted(maps.Keys(spec.Files)) {
+		items = append(items, corev1.KeyToPath{Key: fileKey(i), Path: strings.TrimPrefix(name, filesDir+"/")})
+	}
+	v := &corev1.Volume{Name: "verdict-files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: spec.Name, Items: items, DefaultMode: &mode}}}
+	return v, &corev1.VolumeMount{Name: v.Name, MountPath: filesDir, ReadOnly: true}
 }
 
 // jobFor is the run's Job: one pod, never retried, bounded by the run's timeout, with the suite
@@ -160,6 +191,10 @@ func jobFor(spec run.Spec, o Options, res run.Resources) *batchv1.Job {
 		Resources:       limits(res, o.DiskLimitBytes),
 		SecurityContext: restricted(),
 		VolumeMounts:    reportMounts(spec.ReportDirs, false),
+	}
+	if v, m := filesVolume(spec); v != nil {
+		volumes = append(volumes, *v)
+		suite.VolumeMounts = append(suite.VolumeMounts, *m)
 	}
 	keeper := corev1.Container{
 		Name:            keeperContainer,

@@ -29,7 +29,8 @@ const insertColumns = `id, organization_id, task_id, project_id, image, command,
 	timeout_seconds, report_folders, env_cipher, env_names, triggered_by, via_api_key,
 	status, queue_reason, error_message, exit_code, queued_at, started_at, finished_at,
 	runner_id, runner_instance, container_id, lease_until, cancel_requested,
-	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels`
+	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels,
+	parent_id, shards, retries, shard_index, retry_round, attempt, assigned`
 
 const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at, tests_recorded`
 
@@ -53,7 +54,7 @@ type execRow struct {
 	e                                                          domain.Execution
 	reportFolders, envNames, summary, tests, reportDirs, notes string
 	labels, quarantined, gate                                  string
-	reportIndexes, analysis                                    sql.NullString
+	reportIndexes, analysis, assigned                          sql.NullString
 	exitCode, started, finished, lease, filesExpired           sql.NullInt64
 	queued                                                     int64
 	dest                                                       []any
@@ -67,6 +68,7 @@ func newExecRow() *execRow {
 		&e.ViaAPIKey, &e.Status, &e.QueueReason, &e.Error, &x.exitCode, &x.queued, &x.started, &x.finished,
 		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
 		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels,
+		&e.ParentID, &e.Shards, &e.Retries, &e.ShardIndex, &e.Retry, &e.Attempt, &x.assigned,
 		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired, &e.TestsRecorded}
 	return x
 }
@@ -84,6 +86,11 @@ func (x *execRow) scan(r scanner, e *domain.Execution) error {
 	}
 	if x.analysis.Valid {
 		if err := decodeJSON(x.analysis.String, &x.e.Analysis); err != nil {
+			return err
+		}
+	}
+	if x.assigned.Valid {
+		if err := decodeJSON(x.assigned.String, &x.e.Assigned); err != nil {
 			return err
 		}
 	}
@@ -163,17 +170,23 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	if err != nil {
 		return err
 	}
+	assigned, err := nullJSON(e.Assigned)
+	if err != nil {
+		return err
+	}
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
 		res, err := s.exec(ctx, `INSERT INTO executions (`+insertColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 			e.ID, e.OrganizationID, e.TaskID, e.ProjectID, e.Image, e.Command, e.Environment, e.BaseURL, e.Folder,
 			e.TimeoutSeconds, j[0], e.EnvCipher, j[1], e.TriggeredBy, e.ViaAPIKey,
 			e.Status, e.QueueReason, e.Error, nullInt(e.ExitCode), millis(e.QueuedAt), nullMillis(e.StartedAt),
 			nullMillis(e.FinishedAt), e.RunnerID, e.RunnerInstance, e.ContainerID, nullMillis(e.LeaseUntil), e.CancelRequested,
-			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6])
+			j[2], j[3], j[4], e.ReportBytes, j[5], indexes, analysis, j[6],
+			e.ParentID, e.Shards, e.Retries, e.ShardIndex, e.Retry, e.Attempt, assigned)
 		if err != nil {
 			return err
 		}
@@ -181,6 +194,12 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 			return err
 		} else if n == 0 {
 			return store.ErrConflict
+		}
+		if e.IsShard() {
+			// A shard's record is part of its run: it counts no run of the plan, and its
+			// results reach the tests' histories through its run's, never by the catch-up.
+			_, err := s.exec(ctx, `UPDATE executions SET tests_recorded = TRUE WHERE id = ?`, e.ID)
+			return err
 		}
 		for k, v := range e.Labels {
 			if _, err := s.exec(ctx, `INSERT INTO execution_labels (execution_id, organization_id, label_key, label_value) VALUES (?, ?, ?, ?)`,
@@ -217,6 +236,12 @@ func (r executionRepo) withTickets(ctx context.Context) func(*domain.Execution, 
 		if err != nil {
 			return nil, err
 		}
+		if e.Sharded() {
+			if e.Parts, err = list(ctx, r.s, scanExecution, `SELECT `+listColumns+` FROM executions
+				WHERE parent_id = ? AND parent_id <> '' ORDER BY retry_round, shard_index, id`, e.ID); err != nil {
+				return nil, err
+			}
+		}
 		if e.Tickets, err = r.s.Integrations().Tickets(ctx, e.OrganizationID, e.ID); err != nil {
 			return nil, err
 		}
@@ -230,7 +255,7 @@ func (r executionRepo) withTickets(ctx context.Context) func(*domain.Execution, 
 // counted and not listed. A page that ends before its limit tells the total itself, which then
 // costs no count.
 func (r executionRepo) List(ctx context.Context, orgID string, f store.ExecutionFilter) ([]domain.Execution, int, error) {
-	where := []string{"organization_id = ?"}
+	where := []string{"organization_id = ?", "parent_id = ''"}
 	args := []any{orgID}
 	if len(f.Statuses) > 0 {
 		where = append(where, "status IN ("+placeholders(len(f.Statuses))+")")
@@ -559,9 +584,13 @@ func (r executionRepo) CountSince(ctx context.Context, orgID string, since time.
 		orgID, millis(since))
 }
 
+// holdsSlot is the condition of a run that may hold a run slot: every run but a sharded run's
+// own record (its shards hold the slots).
+const holdsSlot = `(shards = 0 OR parent_id <> '')`
+
 // CountActive counts the organization's RUNNING and ANALYZING runs: the slots in use.
 func (r executionRepo) CountActive(ctx context.Context, orgID string) (int, error) {
-	return r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE organization_id = ? AND status IN (?, ?)`,
+	return r.s.count(ctx, `SELECT COUNT(*) FROM executions WHERE organization_id = ? AND status IN (?, ?) AND `+holdsSlot,
 		orgID, domain.ExecRunning, domain.ExecAnalyzing)
 }
 
@@ -675,9 +704,9 @@ var claimCandidate = func() string {
 	c.WriteString(" ELSE CAST(? AS INTEGER) END")
 	return `SELECT e.id FROM executions e
 		JOIN (SELECT id, ` + c.String() + ` AS slots FROM organizations) o ON o.id = e.organization_id
-		LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM executions WHERE status IN (?, ?)
+		LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM executions WHERE status IN (?, ?) AND ` + holdsSlot + `
 			GROUP BY organization_id) a ON a.organization_id = e.organization_id
-		WHERE e.status = ? AND (o.slots < 0 OR COALESCE(a.n, 0) < o.slots)
+		WHERE e.status = ? AND (e.shards = 0 OR e.parent_id <> '') AND (o.slots < 0 OR COALESCE(a.n, 0) < o.slots)
 		ORDER BY COALESCE(a.n, 0), e.queued_at, e.id LIMIT 1`
 }()
 
@@ -725,6 +754,13 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 			}
 			if err != nil {
 				return err
+			}
+			if e.IsShard() {
+				// The first shard claimed starts its run.
+				if _, err := tx.exec(ctx, `UPDATE executions SET status = ?, started_at = ?, queue_reason = ''
+					WHERE id = ? AND status = ?`, domain.ExecRunning, millis(now), e.ParentID, domain.ExecPending); err != nil {
+					return err
+				}
 			}
 			claimed = e
 			return nil
@@ -831,7 +867,7 @@ func (r executionRepo) Baseline(ctx context.Context, orgID string, q store.Basel
 		return nil, nil
 	}
 	before := millis(q.Before)
-	where := `organization_id = ? AND finished_at IS NOT NULL AND (finished_at < ? OR (finished_at = ? AND id < ?))
+	where := `organization_id = ? AND parent_id = '' AND finished_at IS NOT NULL AND (finished_at < ? OR (finished_at = ? AND id < ?))
 		AND project_id = ? AND status IN (` + placeholders(len(q.Statuses)) + `)`
 	args := []any{orgID, before, before, q.BeforeID, q.ProjectID}
 	for _, st := range q.Statuses {
@@ -920,12 +956,81 @@ func (r executionRepo) EndExpired(ctx context.Context, id string, now time.Time,
 	return err == nil, err
 }
 
+// Shards reads a sharded run's containers' records through the partial index of them.
+func (r executionRepo) Shards(ctx context.Context, parentID string) ([]domain.Execution, error) {
+	return list(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions
+		WHERE parent_id = ? AND parent_id <> '' ORDER BY retry_round, shard_index, id`, parentID)
+}
+
+// ClaimMerge is one conditional UPDATE: of the shards that end at the same moment, one
+// settles their run.
+func (r executionRepo) ClaimMerge(ctx context.Context, parentID, holder string, leaseUntil time.Time) (bool, error) {
+	err := r.s.execOne(ctx, `UPDATE executions SET runner_id = ?, lease_until = ?
+		WHERE id = ? AND runner_id = '' AND status = ? AND shards > 0 AND parent_id = ''`,
+		holder, millis(leaseUntil), parentID, domain.ExecRunning)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Stranded reads the RUNNING runs through the (status, lease_until) index: a sharded run being
+// settled holds a lease, and one whose shards go on has a shard not final.
+func (r executionRepo) Stranded(ctx context.Context) ([]string, error) {
+	q := `SELECT p.id FROM executions p WHERE p.status = ? AND p.lease_until IS NULL AND p.shards > 0 AND p.parent_id = ''
+		AND NOT EXISTS (SELECT 1 FROM executions c WHERE c.parent_id = p.id AND c.status IN (?, ?, ?))`
+	ids := map[string]bool{}
+	if err := r.scanIDs(ctx, q, []any{domain.ExecRunning, domain.ExecPending, domain.ExecRunning, domain.ExecAnalyzing}, ids); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// RequeueLost is one conditional UPDATE (like EndExpired) and the removal of the shard's log,
+// in one transaction.
+func (r executionRepo) RequeueLost(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
+	requeued := false
+	err := r.s.InTx(ctx, func(tx store.Store) error {
+		s := tx.(*Store)
+		err := s.execOne(ctx, `UPDATE executions SET status = ?, queue_reason = ?, runner_id = '', runner_instance = '',
+			container_id = '', lease_until = NULL, started_at = NULL, attempt = 1
+			WHERE id = ? AND parent_id <> '' AND attempt = 0 AND cancel_requested = ? AND status = ? AND lease_until < ?`,
+			domain.ExecPending, reason, id, false, domain.ExecRunning, millis(now))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		requeued = true
+		_, err = s.exec(ctx, `DELETE FROM execution_logs WHERE execution_id = ?`, id)
+		return err
+	})
+	return requeued, err
+}
+
 // RequestCancel cancels a PENDING run at once (true: CANCELLED, finished now) or flags a
 // RUNNING or ANALYZING one for its runner, which learns it from its next heartbeat (false).
 // A run already ended answers false, ErrGuard; an unknown one (or another organization's)
 // ErrNotFound. No transaction is needed: a status only moves forward, so each failed step
 // proves the run is past that state when the next one runs.
 func (r executionRepo) RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (bool, error) {
+	// A sharded run's shards first: those waiting are cancelled, those running flagged, so that
+	// no runner claims one once the run is cancelled.
+	if _, err := r.s.exec(ctx, `UPDATE executions SET status = ?, finished_at = ?, queue_reason = ''
+		WHERE parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
+		AND status = ?`, domain.ExecCancelled, millis(now), orgID, taskID, domain.ExecPending); err != nil {
+		return false, err
+	}
+	if _, err := r.s.exec(ctx, `UPDATE executions SET cancel_requested = ?
+		WHERE parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
+		AND status IN (?, ?)`, true, orgID, taskID, domain.ExecRunning, domain.ExecAnalyzing); err != nil {
+		return false, err
+	}
 	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, finished_at = ?, queue_reason = ''
 		WHERE organization_id = ? AND task_id = ? AND status = ?`,
 		domain.ExecCancelled, millis(now), orgID, taskID, domain.ExecPending)
@@ -947,6 +1052,10 @@ func (r executionRepo) RequestCancel(ctx context.Context, orgID, taskID string, 
 // Delete removes the execution and, by cascade, its log chunks, whatever its status (the
 // service cancels a running one first; its runner then finds the run gone).
 func (r executionRepo) Delete(ctx context.Context, orgID, taskID string) error {
+	if _, err := r.s.exec(ctx, `DELETE FROM executions WHERE organization_id = ? AND parent_id IN
+		(SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)`, orgID, orgID, taskID); err != nil {
+		return err
+	}
 	return r.s.execOne(ctx, `DELETE FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
 }
 
@@ -977,7 +1086,7 @@ const boundedTests = `CASE WHEN SUM(OCTET_LENGTH(tests)) OVER (ORDER BY queued_a
 // all.
 func (r executionRepo) ListFinishedForImage(ctx context.Context, orgID, image string, limit int) ([]domain.Execution, error) {
 	q := `SELECT ` + strings.Replace(executionColumns, "summary, tests,", "summary, "+boundedTests+",", 1) + ` FROM executions
-		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
+		WHERE organization_id = ? AND parent_id = '' AND image = ? AND status IN (?, ?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC`
 	args := []any{maxReadTestBytes, orgID, image, domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError,
 		domain.ExecCancelled}
@@ -995,7 +1104,7 @@ func (r executionRepo) Outcomes(ctx context.Context, orgID string, since time.Ti
 		return []store.RunOutcome{}, nil
 	}
 	return r.outcomes(ctx, `SELECT `+outcomeRunColumns+` FROM executions
-		WHERE organization_id = ? AND queued_at >= ? AND status IN (?, ?, ?, ?)
+		WHERE organization_id = ? AND parent_id = '' AND queued_at >= ? AND status IN (?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`, limit, orgID, millis(since),
 		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, limit)
 }
@@ -1007,7 +1116,7 @@ func (r executionRepo) ImageOutcomes(ctx context.Context, orgID, image string, l
 		return []store.RunOutcome{}, nil
 	}
 	return r.outcomes(ctx, `SELECT `+outcomeRunColumns+` FROM executions
-		WHERE organization_id = ? AND image = ? AND status IN (?, ?, ?, ?, ?)
+		WHERE organization_id = ? AND parent_id = '' AND image = ? AND status IN (?, ?, ?, ?, ?)
 		ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT)`, limit, orgID, image,
 		domain.ExecPassed, domain.ExecFailed, domain.ExecUnstable, domain.ExecError, domain.ExecCancelled, limit)
 }

@@ -19,14 +19,14 @@ func (s *Store) Projects() store.ProjectRepo { return projectRepo{s} }
 type projectRepo struct{ s *Store }
 
 const projectColumns = `id, organization_id, name, image, target_urls, default_folder, timeout_seconds,
-	report_folders, env_vars, repository, created_at, updated_at`
+	report_folders, env_vars, repository, created_at, updated_at, shards, retries`
 
 func scanProject(r scanner) (*domain.Project, error) {
 	var p domain.Project
 	var targetURLs, reportFolders, envVars string
 	var created, updated int64
 	if err := r.Scan(&p.ID, &p.OrganizationID, &p.Name, &p.Image, &targetURLs, &p.DefaultFolder, &p.TimeoutSeconds,
-		&reportFolders, &envVars, &p.Repository, &created, &updated); err != nil {
+		&reportFolders, &envVars, &p.Repository, &created, &updated, &p.Shards, &p.Retries); err != nil {
 		return nil, err
 	}
 	if err := unmarshalJSON(targetURLs, &p.TargetURLs, reportFolders, &p.ReportFolders, envVars, &p.EnvVars); err != nil {
@@ -54,9 +54,9 @@ func (r projectRepo) Create(ctx context.Context, p *domain.Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.s.exec(ctx, `INSERT INTO projects (`+projectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = r.s.exec(ctx, `INSERT INTO projects (`+projectColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.ID, p.OrganizationID, p.Name, p.Image, targetURLs, p.DefaultFolder, p.TimeoutSeconds, reportFolders, envVars,
-		p.Repository, millis(p.CreatedAt), millis(p.UpdatedAt))
+		p.Repository, millis(p.CreatedAt), millis(p.UpdatedAt), p.Shards, p.Retries)
 	return err
 }
 
@@ -78,9 +78,11 @@ func (r projectRepo) Update(ctx context.Context, p *domain.Project) error {
 		return err
 	}
 	return r.s.execOne(ctx, `UPDATE projects SET name = ?, image = ?, target_urls = ?, default_folder = ?,
-		timeout_seconds = ?, report_folders = ?, env_vars = ?, repository = ?, updated_at = ?
+		timeout_seconds = ?, report_folders = ?, env_vars = ?, repository = ?, updated_at = ?,
+		shards = ?, retries = ?
 		WHERE organization_id = ? AND id = ?`,
 		p.Name, p.Image, targetURLs, p.DefaultFolder, p.TimeoutSeconds, reportFolders, envVars, p.Repository, millis(p.UpdatedAt),
+		p.Shards, p.Retries,
 		p.OrganizationID, p.ID)
 }
 

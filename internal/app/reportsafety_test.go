@@ -107,7 +107,7 @@ func TestRunReportFolderWithTooManyFiles(t *testing.T) {
 	r := h.waitFor(a, task, 90*time.Second, final)
 	notes := fmt.Sprint(r.get("execution", "notes"))
 	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 1.0 ||
-		fmt.Sprint(r.get("execution", "reportFolders")) != "[junit]" {
+		fmt.Sprint(r.get("execution", "reportFolders")) != "[junit verdict-results]" { // and the results report of its results
 		t.Fatalf("run: %s", r.raw)
 	}
 	want := fmt.Sprintf("report folder test-results was not kept: it holds more than %d files and folders", report.MaxFiles)

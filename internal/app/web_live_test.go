@@ -138,7 +138,7 @@ func TestWebRunActions(t *testing.T) {
 		!strings.Contains(r.raw, `"envVarNames":["LINES"]`) {
 		t.Fatalf("queued run: %s", r.raw)
 	}
-	wantStatus(t, "runs list", b.get("/runs"), 200, `<tr data-task="`+taskID+`" data-queued="`)
+	wantStatus(t, "runs list", b.get("/runs"), 200, `<tr data-task="`+taskID+`">`)
 	h.waitFor(admin, taskID, 60*time.Second, func(r resp) bool { return r.str("execution", "status") == "RUNNING" })
 
 	// Cancelling the running run.

@@ -21,6 +21,26 @@ type onlineBackup interface {
 	NewRestore(srcURI string) (*sqlite.Backup, error)
 }
 
+// copyPages runs one online backup (or restore) that start opens on conn's driver connection,
+// copying every page in one step.
+func copyPages(conn *sql.Conn, start func(onlineBackup) (*sqlite.Backup, error)) error {
+	return conn.Raw(func(dc any) error {
+		ob, ok := dc.(onlineBackup)
+		if !ok {
+			return fmt.Errorf("sqlstore: the SQLite driver offers no online backup")
+		}
+		b, err := start(ob)
+		if err != nil {
+			return err
+		}
+		if _, err := b.Step(-1); err != nil {
+			_ = b.Finish()
+			return err
+		}
+		return b.Finish()
+	})
+}
+
 // Backup writes a consistent copy of the SQLite database to path while it serves: SQLite's
 // online backup API copies every page in one step inside a read transaction, so writers go on
 // (WAL) and the copy is the database at one instant. The copy is written beside path and
@@ -36,21 +56,7 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		return s.mapErr(err)
 	}
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		ob, ok := dc.(onlineBackup)
-		if !ok {
-			return fmt.Errorf("sqlstore: the SQLite driver offers no online backup")
-		}
-		b, err := ob.NewBackup(tmp)
-		if err != nil {
-			return err
-		}
-		if _, err := b.Step(-1); err != nil {
-			_ = b.Finish()
-			return err
-		}
-		return b.Finish()
-	})
+	err = copyPages(conn, func(ob onlineBackup) (*sqlite.Backup, error) { return ob.NewBackup(tmp) })
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("sqlstore: backup: %w", err)
@@ -87,21 +93,7 @@ func (s *Store) Restore(ctx context.Context, path string) error {
 		return s.mapErr(err)
 	}
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		ob, ok := dc.(onlineBackup)
-		if !ok {
-			return fmt.Errorf("sqlstore: the SQLite driver offers no online backup")
-		}
-		b, err := ob.NewRestore(path)
-		if err != nil {
-			return err
-		}
-		if _, err := b.Step(-1); err != nil {
-			_ = b.Finish()
-			return err
-		}
-		return b.Finish()
-	})
+	err = copyPages(conn, func(ob onlineBackup) (*sqlite.Backup, error) { return ob.NewRestore(path) })
 	if err != nil {
 		return fmt.Errorf("sqlstore: restore: %w", err)
 	}

@@ -42,10 +42,7 @@ type junitScope struct {
 }
 
 func parseJUnit(data []byte, limit int) ([]domain.TestResult, error) {
-	dec := &xmlDecoder{Decoder: xml.NewDecoder(bytes.NewReader(sanitizeXML(data)))}
-	// Reports declared in another charset are nearly always ASCII in fact; read them as they
-	// are, and let a real non-UTF-8 byte fail the file rather than ignore it unseen.
-	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	dec := newXMLDecoder(data)
 	var (
 		scopes  []junitScope
 		cases   []junitCase
@@ -256,6 +253,15 @@ func readTestcase(dec *xmlDecoder, start xml.StartElement) (junitCase, error) {
 const maxXMLDepth = 64
 
 var errXMLDepth = errors.New("XML elements nested too deeply")
+
+// newXMLDecoder reads a results file's XML, sanitized. Files declared in another charset are
+// nearly always ASCII in fact; they are read as they are, and a real non-UTF-8 byte fails the
+// file rather than being ignored unseen.
+func newXMLDecoder(data []byte) *xmlDecoder {
+	dec := &xmlDecoder{Decoder: xml.NewDecoder(bytes.NewReader(sanitizeXML(data)))}
+	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	return dec
+}
 
 // xmlDecoder is an xml.Decoder whose Token and Skip refuse nesting past maxXMLDepth.
 type xmlDecoder struct {

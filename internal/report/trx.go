@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"encoding/xml"
 	"io"
 	"strconv"
@@ -44,8 +43,7 @@ type trxDefinition struct {
 }
 
 func parseTRX(data []byte, limit int) ([]domain.TestResult, error) {
-	dec := &xmlDecoder{Decoder: xml.NewDecoder(bytes.NewReader(sanitizeXML(data)))}
-	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
+	dec := newXMLDecoder(data)
 	var (
 		results []trxResult
 		classes = map[string]trxDefinition{}

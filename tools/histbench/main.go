@@ -46,6 +46,8 @@ func run() error {
 	runs := flag.Int("runs", 500, "finished runs per organization")
 	tests := flag.Int("tests", 100, "tests per run")
 	samples := flag.Int("samples", 2000, "reads per figure")
+	records := flag.Int("records", 20, "runs of 2,000 tests recorded per figure")
+	seeded := flag.Bool("seeded", false, "reuse the organizations a previous run seeded in -db or -data (kept by it)")
 	flag.Parse()
 	ctx := context.Background()
 	if *dataDir == "" {
@@ -71,10 +73,16 @@ func run() error {
 	defer raw.Close()
 
 	start := time.Now()
-	orgIDs, err := seed(ctx, st, raw, *orgs, *runs, *tests)
+	var orgIDs []string
+	if *seeded {
+		orgIDs, err = seededOrgs(ctx, raw)
+	} else {
+		orgIDs, err = seed(ctx, st, raw, *orgs, *runs, *tests)
+	}
 	if err != nil {
 		return err
 	}
+	*orgs = len(orgIDs)
 	var results int
 	if err := raw.QueryRowContext(ctx, `SELECT COUNT(*) FROM test_results`).Scan(&results); err != nil {
 		return err
@@ -116,12 +124,14 @@ func run() error {
 			Query: fmt.Sprintf("case %d", 1+rng.IntN(9)), Limit: 50})
 		return err
 	})
-	// Each of 20 organizations records a run of 2,000 tests it has never run (the tests are
-	// made), then a second run of the same tests (their aggregates are updated).
+	// Each of -records organizations records a run of 2,000 tests it has never run (the tests
+	// are made; their names are this invocation's, so a reused database has not seen them),
+	// then a second run of the same tests (their aggregates are updated).
 	var recordNew, recordKnown []time.Duration
-	for i := range 40 {
+	prefix := "big-" + domain.RandomHex(4)
+	for i := range 2 * *records {
 		t0 := time.Now()
-		if err := recordRun(ctx, st, orgIDs[(i/2)%len(orgIDs)], fmt.Sprintf("big%d", i), 2000, "big"); err != nil {
+		if err := recordRun(ctx, st, orgIDs[(i/2)%len(orgIDs)], fmt.Sprintf("big%d", i), 2000, prefix); err != nil {
 			return err
 		}
 		if i%2 == 0 {
@@ -138,6 +148,27 @@ func run() error {
 	report("recording a run of 2,000 known tests", recordKnown, 200*time.Millisecond)
 	fmt.Printf("background: %d runs of 100 tests recorded meanwhile\n", writes.Load())
 	return nil
+}
+
+// seededOrgs are the organizations an earlier run seeded, in the order it made them.
+func seededOrgs(ctx context.Context, raw *sql.DB) ([]string, error) {
+	rows, err := raw.QueryContext(ctx, `SELECT id FROM organizations WHERE slug LIKE 'hist-org-%' ORDER BY slug`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 && rows.Err() == nil {
+		return nil, fmt.Errorf("-seeded: no seeded organizations in this database")
+	}
+	return ids, rows.Err()
 }
 
 func rawDB(dbURL, dataDir string) (*sql.DB, error) {

@@ -1049,14 +1049,37 @@ func (r executionRepo) RequestCancel(ctx context.Context, orgID, taskID string, 
 	return false, store.ErrGuard
 }
 
-// Delete removes the execution and, by cascade, its log chunks, whatever its status (the
-// service cancels a running one first; its runner then finds the run gone).
+// Delete removes the execution, its shard and retry containers' records and, by cascade, their
+// log chunks, whatever its status (the service cancels a running one first; its runner then
+// finds the run gone); then their test results (deleteResults).
 func (r executionRepo) Delete(ctx context.Context, orgID, taskID string) error {
-	if _, err := r.s.exec(ctx, `DELETE FROM executions WHERE organization_id = ? AND parent_id IN
-		(SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)`, orgID, orgID, taskID); err != nil {
-		return err
+	return r.s.inTx(ctx, func(tx *Store) error {
+		ids, err := list(ctx, tx, scanString, `SELECT id FROM executions WHERE organization_id = ? AND (task_id = ? OR parent_id IN
+			(SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0))`, orgID, taskID, orgID, taskID)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return store.ErrNotFound
+		}
+		args := append([]any{orgID}, anys(ids)...)
+		if err := tx.execOne(ctx, `DELETE FROM executions WHERE organization_id = ? AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			return err
+		}
+		return tx.deleteResults(ctx, ids)
+	})
+}
+
+// deleteResults deletes the test results of runs just deleted, in the transaction that deleted
+// them. (On PostgreSQL no reference cascades them: see migration 00026.) It comes after the runs'
+// DELETE, which waited for any recording holding a run's row, so that recording's results are
+// committed and seen here; a recording after it finds its run gone and writes nothing.
+func (s *Store) deleteResults(ctx context.Context, executionIDs []string) error {
+	if len(executionIDs) == 0 {
+		return nil
 	}
-	return r.s.execOne(ctx, `DELETE FROM executions WHERE organization_id = ? AND task_id = ?`, orgID, taskID)
+	_, err := s.exec(ctx, `DELETE FROM test_results WHERE execution_id IN (`+placeholders(len(executionIDs))+`)`, anys(executionIDs)...)
+	return err
 }
 
 // ListPending lists PENDING runs of every organization, oldest first; limit <= 0 lists all.

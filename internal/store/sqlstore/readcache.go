@@ -69,7 +69,7 @@ func writtenTable(query string) string {
 // leafTables are tables no foreign key references: a DELETE from one cascades nowhere. A run's
 // log chunks are deleted by retention a run at a time; that must not empty the caches of users
 // and run pages, which every request reads.
-var leafTables = map[string]bool{"execution_logs": true}
+var leafTables = map[string]bool{"execution_logs": true, "test_results": true}
 
 // tableName is the table of "name" or "name(columns…".
 func tableName(s string) string {

@@ -108,20 +108,40 @@ func (r executionRepo) ListExpired(ctx context.Context, orgID string, finishedBe
 }
 
 // DeleteExpired deletes the runs in one statement; their labels, log chunks, failure
-// signatures, tickets and test results go with them (ON DELETE CASCADE).
+// signatures and tickets go with them (ON DELETE CASCADE), and then their test results
+// (deleteResults).
 func (r executionRepo) DeleteExpired(ctx context.Context, orgID string, ids []string, finishedBefore time.Time) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := []any{orgID, millis(finishedBefore), false}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	res, err := r.s.exec(ctx, `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
-		AND files_expired_at IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := r.s.inTx(ctx, func(tx *Store) error {
+		res, err := tx.exec(ctx, `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
+			AND files_expired_at IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`,
+			append([]any{orgID, millis(finishedBefore), false}, anys(ids)...)...)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		// The batch's runs that were not deleted (pinned since, say) keep their results: only
+		// the IDs that are gone now are named.
+		left, err := list(ctx, tx, scanString, `SELECT id FROM executions WHERE id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
+		if err != nil {
+			return err
+		}
+		kept := make(map[string]bool, len(left))
+		for _, id := range left {
+			kept[id] = true
+		}
+		deleted := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if !kept[id] {
+				deleted = append(deleted, id)
+			}
+		}
+		return tx.deleteResults(ctx, deleted)
+	})
 	return int(n), err
 }

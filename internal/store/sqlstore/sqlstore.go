@@ -380,6 +380,15 @@ func list[T any](ctx context.Context, s *Store, scan func(scanner) (*T, error), 
 }
 
 // scanString scans a one-column row of text.
+// anys is the arguments of an IN list of strings.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
 func scanString(sc scanner) (*string, error) {
 	var s string
 	return &s, sc.Scan(&s)

@@ -308,6 +308,18 @@ func testRetention(t *testing.T, open Opener) {
 		must(t, err)
 		equal(t, "ListExpired within its limit", len(limited), 1)
 
+		// Their test results: a deleted run's go with it, the others' stay.
+		for _, e := range []*domain.Execution{a, pinned, theirs} {
+			must(t, f.s.Tests().Record(f.ctx, store.RunResults{Run: e, Outcomes: []domain.TestOutcome{
+				{Suite: "cart", Name: "pays", Status: domain.TestPassed}}}))
+		}
+		results := func(e *domain.Execution) int {
+			t.Helper()
+			outs, err := f.s.Tests().ForRun(f.ctx, e.OrganizationID, e.ID)
+			must(t, err)
+			return len(outs)
+		}
+
 		// A run pinned since it was listed stays; another organization's run is not touched.
 		n, err := f.s.Executions().DeleteExpired(f.ctx, o.ID, []string{a.ID, b.ID, pinned.ID, kept.ID, young.ID, theirs.ID}, cutoff)
 		must(t, err)
@@ -320,6 +332,8 @@ func testRetention(t *testing.T, open Opener) {
 			f.getRun(o.ID, e.TaskID)
 		}
 		f.getRun(other.ID, theirs.TaskID)
+		equal(t, "test results of a deleted run, a pinned one, another organization's",
+			[3]int{results(a), results(pinned), results(theirs)}, [3]int{0, 1, 1})
 		// Its labels went with it: the label filter finds only the runs left.
 		page, total, err := f.s.Executions().List(f.ctx, o.ID, store.ExecutionFilter{Labels: []domain.Label{{Key: "branch", Value: "main"}}})
 		must(t, err)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Read-path benchmark of the real binary: cold start to /healthz, idle memory, and the
 # authenticated list GET /api/executions?limit=25 under load, against a bare net/http handler
-# that checks a bearer header and writes a body of the same size; then the same list read
-# while the retention job deletes the logs and report files of every seeded run (its p99
+# that checks a bearer header and writes a body of the same size, idle and live (runs queued
+# through the API and pending, then the same while a remote runner finishes 5 runs a second);
+# then the same list read while the retention job deletes the logs and report files of every seeded run (its p99
 # before and during). SQLite first, then PostgreSQL. Each figure is printed next to its
 # target. The load generator is tools/loadgen (it also seeds the database directly:
 # organizations, their admins and finished runs, with a session token per admin).
@@ -11,7 +12,8 @@
 #   BENCH_DURATION=20s BENCH_RUNS=0 scripts/bench.sh  # longer samples, without the run benchmarks
 #
 # Settings: BENCH_CLIENTS (32), BENCH_DURATION (10s per sample), BENCH_WARMUP (2s), BENCH_ORGS
-# (100), BENCH_RUNS_PER_ORG (100), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
+# (100), BENCH_RUNS_PER_ORG (100), BENCH_LIVE_PER_ORG (100 runs queued per organization for the
+# live figures; 0 skips them), BENCH_LIVE_RATE (5 runs finished a second by the remote runner), BENCH_POSTGRES (a PostgreSQL server URL on which a throwaway
 # database is created and dropped; default DATABASE_URL, then VERDICT_TEST_POSTGRES; none: the
 # PostgreSQL part is skipped), BENCH_TIMEOUT (900 s for this script's own part), BENCH_RUNS=0
 # to skip scripts/bench-runs.sh, BENCH_RETENTION=0 to skip the retention stage,
@@ -35,6 +37,8 @@ DURATION=${BENCH_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 ORGS=${BENCH_ORGS:-100}
 RUNS_PER_ORG=${BENCH_RUNS_PER_ORG:-100}
+LIVE_PER_ORG=${BENCH_LIVE_PER_ORG:-100}
+LIVE_RATE=${BENCH_LIVE_RATE:-5}
 TIMEOUT=${BENCH_TIMEOUT:-900}
 PG_SERVER=${BENCH_POSTGRES:-${DATABASE_URL:-${VERDICT_TEST_POSTGRES:-}}}
 ROUTE="/api/executions?limit=25"
@@ -92,6 +96,7 @@ if [[ -z $LOADGEN ]]; then
 fi
 
 JWT_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+RUNNER_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 ENCRYPTION_KEY=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 export JWT_SECRET ENCRYPTION_KEY
 
@@ -105,7 +110,7 @@ start_verdict() {
 	log=$work/$name.log
 	t0=$(date +%s%N)
 	env -u REDIS_URL VERDICT_ADDR=127.0.0.1:$port VERDICT_DATA_DIR="$dir" DATABASE_URL="$db" \
-		VERDICT_RUNNER=none VERDICT_LOG_LEVEL=warn VERDICT_RATE_LIMITS="executions=1000000000/1m" \
+		VERDICT_RUNNER=none VERDICT_RUNNER_SECRET="$RUNNER_SECRET" VERDICT_LOG_LEVEL=warn VERDICT_RATE_LIMITS="executions=1000000000/1m" \
 		${RETENTION_ENV:-} "$VERDICT" serve >"$log" 2>&1 &
 	PID=$!
 	pids+=("$PID")
@@ -140,10 +145,32 @@ field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2}'; }
 # verdict: "PASS" or "MISS" for a figure against its target (op is < or >=).
 check() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { ok = (op == "<") ? v < t : v >= t; print ok ? "PASS" : "MISS" }'; }
 
-# bench_db NAME [DATABASE_URL]: seeds, starts Verdict, runs the bare handler and Verdict under
-# the same load, and prints the figures with their targets.
+# figures LABEL LINE: one loadgen run line, as a row of the table.
+figures() {
+	printf '   %-26s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s   body %s B\n' \
+		"$1" "$(field "$2" rps)" "$(field "$2" p50_ms)" "$(field "$2" p99_ms)" "$(field "$2" errors)" "$(field "$2" body_bytes)"
+}
+
+# judge LABEL LINE BARE_LINE MIN_RATIO MAX_P99: a Verdict figure against the bare handler's and
+# its targets.
+judge() {
+	local ratio
+	ratio=$(awk -v v="$(field "$2" rps)" -v b="$(field "$3" rps)" 'BEGIN { printf "%.1f", (b > 0 ? 100 * v / b : 0) }')
+	printf '   %-26s %8s %% of bare, target >= %s %%: %s;   p99 %s ms, target < %s ms: %s\n' "$1" "$ratio" "$4" \
+		"$(check "$ratio" ">=" "$4")" "$(field "$2" p99_ms)" "$5" "$(check "$(field "$2" p99_ms)" "<" "$5")"
+	if [[ $(field "$2" errors) != 0 ]]; then
+		echo "   (verdict answered errors; loadgen printed the first above)"
+	fi
+}
+
+# bench_db NAME [DATABASE_URL] MIN_RATIO MAX_P99: seeds, starts Verdict, runs the bare handler
+# and Verdict under the same load, and prints the figures with their targets, in three states:
+# idle (the seeded finished runs only); live, pending (LIVE_PER_ORG more runs queued through the
+# API for every organization and still PENDING: the first page everyone reads is runs still
+# going); and live, writes (the same reads while a remote runner, loadgen runner, claims and
+# finishes LIVE_RATE runs a second through the runner protocol).
 bench_db() {
-	local name=$1 db=${2:-} size bare_addr bare_pid b v ratio
+	local name=$1 db=${2:-} ratio_target=${3:-40} p99_target=${4:-10} size bare_addr bare_pid b v pending live finished
 	local dir=$work/$1 tokens=$work/$1.tokens
 	mkdir -p "$dir"
 	echo "== $name: seeding $ORGS organizations x $RUNS_PER_ORG runs"
@@ -168,20 +195,34 @@ bench_db() {
 	local after_rss after_hwm
 	after_rss=$(rss_mb "$vpid")
 	after_hwm=$(hwm_mb "$vpid")
-	stop "$vpid"
-	ratio=$(awk -v v="$(field "$v" rps)" -v b="$(field "$b" rps)" 'BEGIN { printf "%.1f", (b > 0 ? 100 * v / b : 0) }')
-	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s   body %s B\n' \
-		"bare net/http" "$(field "$b" rps)" "$(field "$b" p50_ms)" "$(field "$b" p99_ms)" "$(field "$b" errors)" "$(field "$b" body_bytes)"
-	printf '   %-22s %8s req/s   p50 %7s ms   p99 %7s ms   errors %s   body %s B\n' \
-		"verdict ($name)" "$(field "$v" rps)" "$(field "$v" p50_ms)" "$(field "$v" p99_ms)" "$(field "$v" errors)" "$(field "$v" body_bytes)"
-	printf '   %-22s %8s %%        target >= 40 %%    %s\n' "throughput ratio" "$ratio" "$(check "$ratio" ">=" 40)"
-	printf '   %-22s %8s ms       target < 10 ms    %s\n' "p99" "$(field "$v" p99_ms)" "$(check "$(field "$v" p99_ms)" "<" 10)"
-	printf '   %-22s %8s ms\n' "p50" "$(field "$v" p50_ms)"
-	printf '   %-22s %8s MB (peak %s MB)\n' "RSS after the load" "$after_rss" "$after_hwm"
-	echo "   load average after: $(loadavg)"
-	if [[ $(field "$v" errors) != 0 ]]; then
-		echo "   (verdict answered errors; see $name.log)"
+
+	if [[ $LIVE_PER_ORG -gt 0 ]]; then
+		local q0=$SECONDS
+		queued=$("$LOADGEN" queue -url "$URL" -tokens "$tokens" -per-org "$LIVE_PER_ORG") || die "$name: queueing runs failed"
+		echo "   queued $queued runs through the API in $((SECONDS - q0)) s (pending: no runner yet)"
+		pending=$("$LOADGEN" run -url "$URL$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP")
+		"$LOADGEN" runner -url "$URL" -secret "$RUNNER_SECRET" -rate "$LIVE_RATE" >"$work/runner.out" &
+		local runner_pid=$!
+		pids+=("$runner_pid")
+		live=$("$LOADGEN" run -url "$URL$ROUTE" -tokens "$tokens" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP")
+		stop "$runner_pid"
+		finished=$(cat "$work/runner.out")
 	fi
+	stop "$vpid"
+	figures "bare net/http" "$b"
+	figures "verdict ($name), idle" "$v"
+	if [[ -n ${pending:-} ]]; then
+		figures "  live: runs pending" "$pending"
+		figures "  live: $LIVE_RATE runs/s ending" "$live"
+	fi
+	judge "idle" "$v" "$b" "$ratio_target" "$p99_target"
+	if [[ -n ${pending:-} ]]; then
+		judge "live: runs pending" "$pending" "$b" "$ratio_target" "$p99_target"
+		judge "live: runs ending" "$live" "$b" "$ratio_target" "$p99_target"
+		printf '   %-26s %8s (while measured, %s/s asked)\n' "runs finished by the runner" "${finished:-?}" "$LIVE_RATE"
+	fi
+	printf '   %-26s %8s MB (peak %s MB)\n' "RSS after the idle load" "$after_rss" "$after_hwm"
+	echo "   load average after: $(loadavg)"
 }
 
 # bench_retention NAME [DATABASE_URL]: seeds ORGS x RUNS_PER_ORG runs of team organizations
@@ -256,7 +297,7 @@ bench_db sqlite
 if [[ -n $PG_SERVER ]]; then
 	pgdb=$("$LOADGEN" pgdb create "$PG_SERVER") || die "cannot create a PostgreSQL database on the server"
 	pgdbs+=("$pgdb")
-	bench_db postgres "$pgdb"
+	bench_db postgres "$pgdb" 30 25
 	if [[ ${BENCH_RETENTION:-1} != 0 ]]; then
 		pgdb=$("$LOADGEN" pgdb create "$PG_SERVER") || die "cannot create a PostgreSQL database on the server"
 		pgdbs+=("$pgdb")

@@ -11,6 +11,8 @@
 //	loadgen run       -url URL -tokens FILE -clients 32 -duration 10s -warmup 2s
 //	                  [-expiry-db URL -expiry-data DIR -expiry-want N -expiry-timeout 300s]
 //	loadgen retention -url URL -tokens FILE -logs-days N
+//	loadgen queue     -url URL -tokens FILE -per-org 100 [-image IMAGE]
+//	loadgen runner    -url URL -secret S -rate 5   (until stopped; prints the runs finished)
 //	loadgen pgdb      create SERVER_URL | drop DB_URL
 //	loadgen port      (prints a free TCP port on 127.0.0.1)
 package main
@@ -45,7 +47,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen seed|bare|wait|run|pgdb|port ...")
+		fmt.Fprintln(os.Stderr, "usage: loadgen seed|bare|wait|run|retention|queue|runner|pgdb|port ...")
 		os.Exit(2)
 	}
 	var err error
@@ -61,6 +63,10 @@ func main() {
 		err = run(args)
 	case "retention":
 		err = setRetention(args)
+	case "queue":
+		err = queue(args)
+	case "runner":
+		err = runner(args)
 	case "pgdb":
 		err = pgdb(args)
 	case "port":

@@ -15,7 +15,7 @@ import (
 // (up to maxXMLDepth elements deep), and the flavours of pytest, Maven Surefire, Gradle, PHPUnit
 // and the JavaScript runners.
 //
-//   - <failure> or <error> fails a test, <skipped> skips it.
+//   - <failure> or <error> fails a test, <skipped> skips it (its message or text is the reason).
 //   - Surefire's reruns: <flakyFailure>/<flakyError> are failed attempts before a pass (flaky),
 //     <rerunFailure>/<rerunError> failed reruns after the first failure (failed); both count as
 //     retries.
@@ -236,7 +236,7 @@ func readTestcase(dec *xmlDecoder, start xml.StartElement) (junitCase, error) {
 				}
 			case "skipped":
 				if final.status == domain.TestPassed {
-					final.status = domain.TestSkipped
+					final.status, final.err = domain.TestSkipped, errorText(firstOf(o.Message, o.Text))
 				}
 			case "flakyFailure", "flakyError":
 				earlier = append(earlier, failed)
@@ -333,4 +333,14 @@ func sanitizeXML(data []byte) []byte {
 		}
 		return r
 	}, []byte(stripANSI(string(data))))
+}
+
+// firstOf is the first of ss that is not blank.
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
 }

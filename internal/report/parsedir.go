@@ -22,10 +22,12 @@ import (
 // identical files count once, so a report copied into two folders is not counted twice.
 //
 // *.trx whose root is <TestRun> is a Visual Studio test results file (.NET's xUnit, NUnit and
-// MSTest through `dotnet test --logger trx`).
+// MSTest through `dotnet test --logger trx`). An *.xml whose root is <testng-results> is
+// TestNG's own results file, one whose root is <test-run> NUnit 3's.
 //
 // When several formats hold tests, one format answers for the whole run, the first present of
-// Playwright JSON, Allure, JUnit, TRX: projects emit several reporters for one run, and the same
+// Playwright JSON, Allure, TestNG, NUnit 3, JUnit, TRX (a framework's own file before the JUnit
+// files written beside it, which say less): projects emit several reporters for one run, and the same
 // test is named differently by each (Playwright's JUnit writes "Describe › title", Allure
 // "title", both with other suites), so matching tests across formats would count some twice.
 // Playwright JSON is preferred because it alone keeps retries and expected failures, Allure
@@ -61,6 +63,10 @@ func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
 		tests = p.playwright
 	case len(p.allure) > 0:
 		tests = mergeAllure(p.allure)
+	case len(p.testng) > 0:
+		tests = p.testng
+	case len(p.nunit) > 0:
+		tests = p.nunit
 	case len(p.junit) == 0 && len(p.trx) > 0:
 		tests = p.trx
 	default:
@@ -78,6 +84,8 @@ type dirParser struct {
 	tests      int
 	playwright []domain.TestResult
 	junit      []domain.TestResult
+	testng     []domain.TestResult
+	nunit      []domain.TestResult
 	trx        []domain.TestResult
 	allure     []allureResult
 	problems   []error
@@ -195,9 +203,17 @@ func (p *dirParser) parse(kind string, data []byte) error {
 		err   error
 	)
 	switch kind {
-	case "junit":
+	case "junit": // or TestNG's or NUnit's, by their root element
 		tests, err = parseJUnit(data, left)
 		p.junit = append(p.junit, tests...)
+		if errors.Is(err, ErrUnrecognized) {
+			tests, err = parseTestNG(data, left)
+			p.testng = append(p.testng, tests...)
+		}
+		if errors.Is(err, ErrUnrecognized) {
+			tests, err = parseNUnit(data, left)
+			p.nunit = append(p.nunit, tests...)
+		}
 	case "trx":
 		tests, err = parseTRX(data, left)
 		p.trx = append(p.trx, tests...)

@@ -56,7 +56,7 @@ func settle(name, suite string, attempts []attempt) domain.TestResult {
 	last := attempts[len(attempts)-1]
 	r.Status, r.DurationMs, r.Retries = last.status, last.durationMs, len(attempts)-1
 	switch last.status {
-	case domain.TestFailed:
+	case domain.TestFailed, domain.TestSkipped: // a skipped test's reason
 		r.Error = last.err
 	case domain.TestPassed:
 		for i := len(attempts) - 2; i >= 0; i-- {

@@ -32,7 +32,7 @@ const insertColumns = `id, organization_id, task_id, project_id, image, command,
 	summary, tests, report_dirs, report_bytes, notes, report_indexes, analysis, labels,
 	parent_id, shards, retries, shard_index, retry_round, attempt, assigned`
 
-const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at, tests_recorded`
+const executionColumns = insertColumns + `, quarantined_failures, gate, pinned, files_expired_at, tests_recorded, version`
 
 // listColumns are executionColumns for list answers, which leave out the tests and the
 // analysis (a run's parsed results can be large, and listing would read and decode them for
@@ -56,7 +56,7 @@ type execRow struct {
 	labels, quarantined, gate                                  string
 	reportIndexes, analysis, assigned                          sql.NullString
 	exitCode, started, finished, lease, filesExpired           sql.NullInt64
-	queued                                                     int64
+	queued, version                                            int64 // version: see runRows
 	dest                                                       []any
 }
 
@@ -69,7 +69,7 @@ func newExecRow() *execRow {
 		&e.RunnerID, &e.RunnerInstance, &e.ContainerID, &x.lease, &e.CancelRequested,
 		&x.summary, &x.tests, &x.reportDirs, &e.ReportBytes, &x.notes, &x.reportIndexes, &x.analysis, &x.labels,
 		&e.ParentID, &e.Shards, &e.Retries, &e.ShardIndex, &e.Retry, &e.Attempt, &x.assigned,
-		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired, &e.TestsRecorded}
+		&x.quarantined, &x.gate, &e.Pinned, &x.filesExpired, &e.TestsRecorded, &x.version}
 	return x
 }
 
@@ -177,7 +177,7 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 	// The execution and its ledger row are written together or not at all.
 	return r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
-		res, err := s.exec(ctx, `INSERT INTO executions (`+insertColumns+`)
+		res, err := s.execRuns(ctx, e.OrganizationID, `INSERT INTO executions (`+insertColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 			?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
@@ -198,7 +198,7 @@ func (r executionRepo) Create(ctx context.Context, e *domain.Execution) error {
 		if e.IsShard() {
 			// A shard's record is part of its run: it counts no run of the plan, and its
 			// results reach the tests' histories through its run's, never by the catch-up.
-			_, err := s.exec(ctx, `UPDATE executions SET tests_recorded = TRUE WHERE id = ?`, e.ID)
+			_, err := s.execRuns(ctx, e.OrganizationID, `UPDATE executions SET version = version + 1, tests_recorded = TRUE WHERE id = ?`, e.ID)
 			return err
 		}
 		for k, v := range e.Labels {
@@ -286,14 +286,9 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	if c := r.s.pages; c != nil {
 		key = pageKey(orgID, f, limit, offset)
 		if p, ok := c.get(key); ok {
-			if p.final != nil {
-				return p.final, p.total, nil
-			}
-			if execs, err := r.runsByID(ctx, orgID, p.refs); err != errUncached {
-				return execs, p.total, err
-			}
+			return p.runs, p.total, nil
 		}
-		gen = c.now()
+		gen = c.now(key)
 	}
 	// CAST: SQLite re-plans a statement whose bare LIMIT or OFFSET parameter changes (it may
 	// use the value), which would undo the prepared statement on every page.
@@ -303,14 +298,15 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	// a second statement (a round trip on PostgreSQL) on every full page. It reads the page's
 	// runs' versions (runRef) by their primary key after the window, so the count still reads the
 	// index alone.
-	execs, total, err := r.cachedPage(ctx, orgID, `SELECT p.id, p.total, e.pinned, e.files_expired_at
+	execs, total, err := r.cachedPage(ctx, orgID, `SELECT p.id, p.total, e.version
 		FROM (SELECT id, queued_at, COUNT(*) OVER () AS total FROM executions WHERE `+cond+window+`) p
 		JOIN executions e ON e.id = p.id ORDER BY p.queued_at DESC, p.id DESC`, pageArgs)
 	if err == errUncached {
 		total = -1
-		execs, err = r.page(ctx, `SELECT `+listColumns+` FROM executions WHERE `+cond+window, min(limit, 100), pageArgs...)
+		var versions []int64
+		execs, versions, err = r.page(ctx, `SELECT `+listColumns+` FROM executions WHERE `+cond+window, min(limit, 100), pageArgs...)
 		for i := 0; i < len(execs) && r.s.tx == nil; i++ {
-			r.s.finalRuns.put(&execs[i])
+			r.s.runRows.put(&execs[i], versions[i])
 		}
 	}
 	if err != nil {
@@ -326,53 +322,34 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 		}
 	}
 	if c := r.s.pages; c != nil {
-		p := listPage{refs: make([]runRef, len(execs)), total: total, final: execs}
-		for i := range execs {
-			p.refs[i] = refOf(&execs[i])
-			if !execs[i].Status.Final() {
-				p.final = nil
-			}
-		}
-		c.put(key, gen, p)
+		c.put(key, gen, listPage{runs: execs, total: total})
 	}
 	return execs, total, nil
 }
 
-// listPage is a page of the run list as the page cache keeps it: its runs' references, in
-// order, and the filter's total; when every run of the page is finished, the runs themselves,
-// handed out to every reader of the page (a write to a finished run, a pin or its files'
-// expiry, is a write to the table, which ends the page's life in the cache).
+// listPage is a page of the run list as the page cache keeps it: its runs, handed out to every
+// reader of the page, and the filter's total. Runs still going are kept as the finished ones
+// are: any write to the organization's runs (a claim, a status, a pin, a new run) ends the
+// page's life in the cache (readcache.go), so the page the database would answer is the one
+// kept, and the first page of a busy organization, its runs pending and running, is served
+// from memory between its writes.
 type listPage struct {
-	refs  []runRef
+	runs  []domain.Execution
 	total int
-	final []domain.Execution
 }
 
-// runRef is a run of a page and its version: what of a finished run may still change (pinned,
-// its files expired; retention's writes). A cached copy of the run serves only while it has
-// the same version.
+// runRef is a run of a page and its version (see runRows): a kept copy of the run serves only at
+// the version the page's query read.
 type runRef struct {
-	id           string
-	pinned       bool
-	filesExpired int64 // unix milliseconds; 0: not expired
+	id      string
+	version int64
 }
 
-func refOf(e *domain.Execution) runRef {
-	ref := runRef{id: e.ID, pinned: e.Pinned}
-	if e.FilesExpiredAt != nil {
-		ref.filesExpired = e.FilesExpiredAt.UnixMilli()
-	}
-	return ref
-}
-
-// pageBytes is what a cached page holds, for the page cache's bound: its IDs and its runs.
+// pageBytes is what a cached page holds, for the page cache's bound: its runs.
 func pageBytes(p listPage) int {
 	n := int(unsafe.Sizeof(p))
-	for _, ref := range p.refs {
-		n += int(unsafe.Sizeof(ref)) + len(ref.id)
-	}
-	for i := range p.final {
-		n += executionBytes(&p.final[i])
+	for i := range p.runs {
+		n += executionBytes(&p.runs[i])
 	}
 	return n
 }
@@ -399,7 +376,14 @@ func executionBytes(e *domain.Execution) int {
 	return n
 }
 
-// pageKey names a page of an organization's run list in the page cache.
+// pageOrg is the organization of a page named by pageKey.
+func pageOrg(key string) string {
+	org, _, _ := strings.Cut(key, "\x00")
+	return org
+}
+
+// pageKey names a page of an organization's run list in the page cache. It starts with the
+// organization's ID and a NUL (pageOrg).
 func pageKey(orgID string, f store.ExecutionFilter, limit int64, offset int) string {
 	var b strings.Builder
 	b.Grow(len(orgID) + len(f.ProjectID) + len(f.Image) + 48)
@@ -431,12 +415,12 @@ var errUncached = errors.New("sqlstore: page not cached")
 // maxFetchedMisses is the most runs of a page that runsByID reads one by one.
 const maxFetchedMisses = 4
 
-// cachedPage serves a page from finalRuns: it reads the page's IDs and versions (the IDs from
+// cachedPage serves a page from runRows: it reads the page's IDs and versions (the IDs from
 // the index alone when the filter is the organization's) and the filter's total (-1 when
 // unknown: no rows), then their runs with runsByID. errUncached inside a
 // transaction (which may not commit what it reads) or when runsByID cannot serve them.
 func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, args []any) ([]domain.Execution, int, error) {
-	if r.s.finalRuns == nil || r.s.tx != nil {
+	if r.s.runRows == nil || r.s.tx != nil {
 		return nil, -1, errUncached
 	}
 	rows, err := r.s.on(idQuery).QueryContext(ctx, r.s.d.rebind(idQuery), args...)
@@ -447,12 +431,10 @@ func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, ar
 	total := -1
 	for rows.Next() {
 		var ref runRef
-		var expired sql.NullInt64
-		if err := rows.Scan(&ref.id, &total, &ref.pinned, &expired); err != nil {
+		if err := rows.Scan(&ref.id, &total, &ref.version); err != nil {
 			rows.Close()
 			return nil, -1, r.s.mapErr(err)
 		}
-		ref.filesExpired = expired.Int64
 		refs = append(refs, ref)
 	}
 	rows.Close()
@@ -466,19 +448,18 @@ func (r executionRepo) cachedPage(ctx context.Context, orgID, idQuery string, ar
 	return execs, total, err
 }
 
-// runsByID returns the organization's runs refs, in order: the finished ones from finalRuns
-// when cached at the same version, the few others (runs still going, runs pinned or expired
-// since they were cached) read by ID; a run deleted since is left out. errUncached when more
-// than maxFetchedMisses are not cached.
+// runsByID returns the organization's runs refs, in order: those kept in runRows at the same
+// version from there, the few others (new runs, runs written since they were kept) read by ID;
+// a run deleted since is left out. errUncached when more than maxFetchedMisses are not kept.
 func (r executionRepo) runsByID(ctx context.Context, orgID string, refs []runRef) ([]domain.Execution, error) {
-	c := r.s.finalRuns
+	c := r.s.runRows
 	if c == nil || r.s.tx != nil {
 		return nil, errUncached
 	}
 	out := make([]domain.Execution, len(refs))
 	var missing []int
 	for i, ref := range refs {
-		if !c.get(ref.id, &out[i]) || refOf(&out[i]) != ref {
+		if !c.get(ref, &out[i]) {
 			if missing = append(missing, i); len(missing) > maxFetchedMisses {
 				return nil, errUncached
 			}
@@ -498,7 +479,7 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, refs []runRef
 		case err != nil:
 			return nil, r.s.mapErr(err)
 		default:
-			c.put(&out[i])
+			c.put(&out[i], x.version)
 		}
 	}
 	if gone {
@@ -507,69 +488,76 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, refs []runRef
 	return out, nil
 }
 
-// finalRuns keeps the list rows of runs in a final status whose tests are recorded. Such a row
-// changes only where its version (runRef) says so: every other write to a run's outcome is
-// conditioned on a status before the final ones, its gate is judged in the transaction that
-// records its tests (history.Service.Record), retention's writes (a pin, the files' expiry)
-// change the version, and Delete removes the run (its ID is never reused). A cached row is
-// served only at the version the page's query read, so it never goes stale, on any replica,
-// and a page of finished runs costs a query of their IDs and versions. Its IDs come from the
-// caller's organization's own query, so no run is ever read across organizations. The slices
-// of a row are shared by the copies handed out: callers do not change them.
-type finalRuns struct {
+// runRows keeps list rows of runs, each with its version: every UPDATE of a run's row adds one
+// to its version (migration 00027; TestEveryRunUpdateMovesItsVersion), its labels never
+// change, and Delete removes the run (its ID is never reused). A row is served only at the
+// version the page's query read, so it is never stale, on any replica, and a page costs one
+// query of its IDs, versions and total, whether its runs are finished or still going. Its IDs
+// come from the caller's organization's own query, so no run is ever read across
+// organizations. The slices of a row are shared by the copies handed out: callers do not
+// change them.
+type runRows struct {
 	mu sync.RWMutex
-	m  map[string]domain.Execution
+	m  map[string]keptRow
 }
 
-// maxFinalRuns bounds the cache: a few megabytes.
-const maxFinalRuns = 4096
+type keptRow struct {
+	version int64
+	e       domain.Execution
+}
 
-func newFinalRuns() *finalRuns { return &finalRuns{m: make(map[string]domain.Execution)} }
+// maxRunRows bounds the cache: a few megabytes.
+const maxRunRows = 4096
 
-// get copies the cached run id into e.
-func (c *finalRuns) get(id string, e *domain.Execution) bool {
+func newRunRows() *runRows { return &runRows{m: make(map[string]keptRow)} }
+
+// get copies the run ref names into e if it is kept at ref's version.
+func (c *runRows) get(ref runRef, e *domain.Execution) bool {
 	c.mu.RLock()
-	v, ok := c.m[id]
+	v, ok := c.m[ref.id]
 	c.mu.RUnlock()
-	if ok {
-		*e = v
+	if !ok || v.version != ref.version {
+		return false
 	}
-	return ok
+	*e = v.e
+	return true
 }
 
-// put keeps e if it is final and its tests recorded; past the bound an arbitrary run makes room.
-func (c *finalRuns) put(e *domain.Execution) {
-	if c == nil || !e.Status.Final() || !e.TestsRecorded || e.ID == "" {
+// put keeps e, read at version; past the bound an arbitrary run makes room.
+func (c *runRows) put(e *domain.Execution, version int64) {
+	if c == nil || e.ID == "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[e.ID]; !ok && len(c.m) >= maxFinalRuns {
+	if _, ok := c.m[e.ID]; !ok && len(c.m) >= maxRunRows {
 		for id := range c.m {
 			delete(c.m, id)
 			break
 		}
 	}
-	c.m[e.ID] = *e
+	c.m[e.ID] = keptRow{version: version, e: *e}
 }
 
 // page scans a list query's rows straight into a slice sized for them: an Execution is a few
 // hundred bytes, which growing a slice and copying through a pointer per row paid for again.
-func (r executionRepo) page(ctx context.Context, query string, sizeHint int64, args ...any) ([]domain.Execution, error) {
+func (r executionRepo) page(ctx context.Context, query string, sizeHint int64, args ...any) ([]domain.Execution, []int64, error) {
 	rows, err := r.s.on(query).QueryContext(ctx, r.s.d.rebind(query), args...)
 	if err != nil {
-		return nil, r.s.mapErr(err)
+		return nil, nil, r.s.mapErr(err)
 	}
 	defer rows.Close()
 	out := make([]domain.Execution, 0, sizeHint)
+	versions := make([]int64, 0, sizeHint)
 	x := newExecRow()
 	for rows.Next() {
 		out = append(out, domain.Execution{})
 		if err := x.scan(rows, &out[len(out)-1]); err != nil {
-			return nil, r.s.mapErr(err)
+			return nil, nil, r.s.mapErr(err)
 		}
+		versions = append(versions, x.version)
 	}
-	return out, r.s.mapErr(rows.Err())
+	return out, versions, r.s.mapErr(rows.Err())
 }
 
 // placeholders returns "?, ?, …" for n parameters.
@@ -744,8 +732,8 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 			if err != nil {
 				return tx.mapErr(err)
 			}
-			e, err := get(ctx, tx, scanExecution, `UPDATE executions
-				SET status = ?, started_at = ?, runner_id = ?, runner_instance = ?, lease_until = ?, queue_reason = ''
+			e, err := tx.getRun(ctx, `UPDATE executions
+				SET version = version + 1, status = ?, started_at = ?, runner_id = ?, runner_instance = ?, lease_until = ?, queue_reason = ''
 				WHERE id = ? AND status = ?
 				RETURNING `+executionColumns,
 				domain.ExecRunning, millis(now), runnerID, instance, millis(leaseUntil), id, domain.ExecPending)
@@ -757,8 +745,9 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 			}
 			if e.IsShard() {
 				// The first shard claimed starts its run.
-				if _, err := tx.exec(ctx, `UPDATE executions SET status = ?, started_at = ?, queue_reason = ''
-					WHERE id = ? AND status = ?`, domain.ExecRunning, millis(now), e.ParentID, domain.ExecPending); err != nil {
+				if _, err := tx.execRuns(ctx, e.OrganizationID, `UPDATE executions SET version = version + 1, status = ?, started_at = ?, queue_reason = ''
+					WHERE organization_id = ? AND id = ? AND status = ?`,
+					domain.ExecRunning, millis(now), e.OrganizationID, e.ParentID, domain.ExecPending); err != nil {
 					return err
 				}
 			}
@@ -775,26 +764,32 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 // SetQueueReason records why a run waits; ErrNotFound when it is no longer PENDING (claimed or
 // cancelled meanwhile), so a stale reason never lands on a running run.
 func (r executionRepo) SetQueueReason(ctx context.Context, id, reason string) error {
-	return r.s.execOne(ctx, `UPDATE executions SET queue_reason = ? WHERE id = ? AND status = ?`,
+	return r.s.execRun(ctx, `UPDATE executions SET version = version + 1, queue_reason = ? WHERE id = ? AND status = ? RETURNING organization_id`,
 		reason, id, domain.ExecPending)
 }
 
 // Heartbeat extends the lease of a RUNNING or ANALYZING run held by runnerID.
 func (r executionRepo) Heartbeat(ctx context.Context, id, runnerID string, leaseUntil time.Time) (bool, error) {
 	var cancel bool
-	const q = `UPDATE executions SET lease_until = ?
+	var orgID string
+	const q = `UPDATE executions SET version = version + 1, lease_until = ?
 		WHERE id = ? AND runner_id = ? AND status IN (?, ?)
-		RETURNING cancel_requested`
+		RETURNING cancel_requested, organization_id`
 	err := r.s.q.QueryRowContext(ctx, r.s.d.rebind(q),
-		millis(leaseUntil), id, runnerID, domain.ExecRunning, domain.ExecAnalyzing).Scan(&cancel)
-	r.s.wrote(q)
+		millis(leaseUntil), id, runnerID, domain.ExecRunning, domain.ExecAnalyzing).Scan(&cancel, &orgID)
+	switch {
+	case err == nil:
+		r.s.wroteRuns(orgID)
+	case !errors.Is(err, sql.ErrNoRows):
+		r.s.wrote(q)
+	}
 	return cancel, r.s.mapErr(err)
 }
 
 // SetContainer records the container of a RUNNING or ANALYZING run; ErrNotFound when the run
 // has ended (expired, cancelled, deleted), which tells the runner to stop the container.
 func (r executionRepo) SetContainer(ctx context.Context, id, containerID string) error {
-	return r.s.execOne(ctx, `UPDATE executions SET container_id = ? WHERE id = ? AND status IN (?, ?)`,
+	return r.s.execRun(ctx, `UPDATE executions SET version = version + 1, container_id = ? WHERE id = ? AND status IN (?, ?) RETURNING organization_id`,
 		containerID, id, domain.ExecRunning, domain.ExecAnalyzing)
 }
 
@@ -830,10 +825,10 @@ func (r executionRepo) Finish(ctx context.Context, id, runnerID string, f store.
 		endArgs = []any{nil}
 	}
 	args := append([]any{f.Status, f.Error, nullInt(f.ExitCode), j[0], j[1], j[2], f.ReportBytes, j[3], indexes, j[4]}, endArgs...)
-	return r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, exit_code = ?,
+	return r.s.execRun(ctx, `UPDATE executions SET version = version + 1, status = ?, error_message = ?, exit_code = ?,
 		summary = ?, tests = ?, report_dirs = ?, report_bytes = ?, notes = ?, report_indexes = ?,
 		quarantined_failures = ?, `+ending+`
-		WHERE id = ? AND runner_id = ? AND status IN (?, ?)`,
+		WHERE id = ? AND runner_id = ? AND status IN (?, ?) RETURNING organization_id`,
 		append(args, id, runnerID, domain.ExecRunning, domain.ExecAnalyzing)...)
 }
 
@@ -843,7 +838,7 @@ func (r executionRepo) SetAnalysis(ctx context.Context, orgID, id string, a *dom
 	if err != nil {
 		return err
 	}
-	return r.s.execOne(ctx, `UPDATE executions SET analysis = ? WHERE organization_id = ? AND id = ? AND status IN (?, ?)`,
+	return r.s.execOneRuns(ctx, orgID, `UPDATE executions SET version = version + 1, analysis = ? WHERE organization_id = ? AND id = ? AND status IN (?, ?)`,
 		analysis, orgID, id, domain.ExecFailed, domain.ExecUnstable)
 }
 
@@ -857,7 +852,7 @@ func (r executionRepo) SetGate(ctx context.Context, orgID, id string, g *domain.
 		}
 		text = j[0]
 	}
-	return r.s.execOne(ctx, `UPDATE executions SET gate = ? WHERE organization_id = ? AND id = ?`, text, orgID, id)
+	return r.s.execOneRuns(ctx, orgID, `UPDATE executions SET version = version + 1, gate = ? WHERE organization_id = ? AND id = ?`, text, orgID, id)
 }
 
 // Baseline reads the run q chooses: the organization's runs by finish time, newest first,
@@ -914,7 +909,7 @@ func (r executionRepo) Expired(ctx context.Context, now time.Time) ([]domain.Exe
 // the (status, lease_until) index, so a heartbeat that renewed further meanwhile keeps its
 // lease.
 func (r executionRepo) ExtendLeases(ctx context.Context, until time.Time) (int, error) {
-	res, err := r.s.exec(ctx, `UPDATE executions SET lease_until = ? WHERE status IN (?, ?) AND lease_until < ?`,
+	res, err := r.s.exec(ctx, `UPDATE executions SET version = version + 1, lease_until = ? WHERE status IN (?, ?) AND lease_until < ?`,
 		millis(until), domain.ExecRunning, domain.ExecAnalyzing, millis(until))
 	if err != nil {
 		return 0, err
@@ -937,8 +932,8 @@ func (r executionRepo) SettleExpired(ctx context.Context, id string, now time.Ti
 	if err != nil {
 		return false, err
 	}
-	err = r.s.execOne(ctx, `UPDATE executions SET status = ?, analysis = ?, finished_at = ?, lease_until = NULL
-		WHERE id = ? AND status = ? AND lease_until < ?`,
+	err = r.s.execRun(ctx, `UPDATE executions SET version = version + 1, status = ?, analysis = ?, finished_at = ?, lease_until = NULL
+		WHERE id = ? AND status = ? AND lease_until < ? RETURNING organization_id`,
 		status, analysis, millis(now), id, domain.ExecAnalyzing, millis(now))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -947,8 +942,8 @@ func (r executionRepo) SettleExpired(ctx context.Context, id string, now time.Ti
 }
 
 func (r executionRepo) EndExpired(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
-	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, error_message = ?, finished_at = ?, lease_until = NULL
-		WHERE id = ? AND status IN (?, ?) AND lease_until < ?`,
+	err := r.s.execRun(ctx, `UPDATE executions SET version = version + 1, status = ?, error_message = ?, finished_at = ?, lease_until = NULL
+		WHERE id = ? AND status IN (?, ?) AND lease_until < ? RETURNING organization_id`,
 		domain.ExecError, reason, millis(now), id, domain.ExecRunning, domain.ExecAnalyzing, millis(now))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -965,8 +960,8 @@ func (r executionRepo) Shards(ctx context.Context, parentID string) ([]domain.Ex
 // ClaimMerge is one conditional UPDATE: of the shards that end at the same moment, one
 // settles their run.
 func (r executionRepo) ClaimMerge(ctx context.Context, parentID, holder string, leaseUntil time.Time) (bool, error) {
-	err := r.s.execOne(ctx, `UPDATE executions SET runner_id = ?, lease_until = ?
-		WHERE id = ? AND runner_id = '' AND status = ? AND shards > 0 AND parent_id = ''`,
+	err := r.s.execRun(ctx, `UPDATE executions SET version = version + 1, runner_id = ?, lease_until = ?
+		WHERE id = ? AND runner_id = '' AND status = ? AND shards > 0 AND parent_id = '' RETURNING organization_id`,
 		holder, millis(leaseUntil), parentID, domain.ExecRunning)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -996,9 +991,10 @@ func (r executionRepo) RequeueLost(ctx context.Context, id string, now time.Time
 	requeued := false
 	err := r.s.InTx(ctx, func(tx store.Store) error {
 		s := tx.(*Store)
-		err := s.execOne(ctx, `UPDATE executions SET status = ?, queue_reason = ?, runner_id = '', runner_instance = '',
+		err := s.execRun(ctx, `UPDATE executions SET version = version + 1, status = ?, queue_reason = ?, runner_id = '', runner_instance = '',
 			container_id = '', lease_until = NULL, started_at = NULL, attempt = 1
-			WHERE id = ? AND parent_id <> '' AND attempt = 0 AND cancel_requested = ? AND status = ? AND lease_until < ?`,
+			WHERE id = ? AND parent_id <> '' AND attempt = 0 AND cancel_requested = ? AND status = ? AND lease_until < ?
+			RETURNING organization_id`,
 			domain.ExecPending, reason, id, false, domain.ExecRunning, millis(now))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -1021,23 +1017,23 @@ func (r executionRepo) RequeueLost(ctx context.Context, id string, now time.Time
 func (r executionRepo) RequestCancel(ctx context.Context, orgID, taskID string, now time.Time) (bool, error) {
 	// A sharded run's shards first: those waiting are cancelled, those running flagged, so that
 	// no runner claims one once the run is cancelled.
-	if _, err := r.s.exec(ctx, `UPDATE executions SET status = ?, finished_at = ?, queue_reason = ''
-		WHERE parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
-		AND status = ?`, domain.ExecCancelled, millis(now), orgID, taskID, domain.ExecPending); err != nil {
+	if _, err := r.s.execRuns(ctx, orgID, `UPDATE executions SET version = version + 1, status = ?, finished_at = ?, queue_reason = ''
+		WHERE organization_id = ? AND parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
+		AND status = ?`, domain.ExecCancelled, millis(now), orgID, orgID, taskID, domain.ExecPending); err != nil {
 		return false, err
 	}
-	if _, err := r.s.exec(ctx, `UPDATE executions SET cancel_requested = ?
-		WHERE parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
-		AND status IN (?, ?)`, true, orgID, taskID, domain.ExecRunning, domain.ExecAnalyzing); err != nil {
+	if _, err := r.s.execRuns(ctx, orgID, `UPDATE executions SET version = version + 1, cancel_requested = ?
+		WHERE organization_id = ? AND parent_id IN (SELECT id FROM executions WHERE organization_id = ? AND task_id = ? AND shards > 0)
+		AND status IN (?, ?)`, true, orgID, orgID, taskID, domain.ExecRunning, domain.ExecAnalyzing); err != nil {
 		return false, err
 	}
-	err := r.s.execOne(ctx, `UPDATE executions SET status = ?, finished_at = ?, queue_reason = ''
+	err := r.s.execOneRuns(ctx, orgID, `UPDATE executions SET version = version + 1, status = ?, finished_at = ?, queue_reason = ''
 		WHERE organization_id = ? AND task_id = ? AND status = ?`,
 		domain.ExecCancelled, millis(now), orgID, taskID, domain.ExecPending)
 	if !errors.Is(err, store.ErrNotFound) {
 		return err == nil, err
 	}
-	err = r.s.execOne(ctx, `UPDATE executions SET cancel_requested = ?
+	err = r.s.execOneRuns(ctx, orgID, `UPDATE executions SET version = version + 1, cancel_requested = ?
 		WHERE organization_id = ? AND task_id = ? AND status IN (?, ?)`,
 		true, orgID, taskID, domain.ExecRunning, domain.ExecAnalyzing)
 	if !errors.Is(err, store.ErrNotFound) {
@@ -1063,7 +1059,8 @@ func (r executionRepo) Delete(ctx context.Context, orgID, taskID string) error {
 			return store.ErrNotFound
 		}
 		args := append([]any{orgID}, anys(ids)...)
-		if err := tx.execOne(ctx, `DELETE FROM executions WHERE organization_id = ? AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+		// Its log chunks, labels, tickets and signatures cascade; no cached read is of those.
+		if err := tx.execOneRuns(ctx, orgID, `DELETE FROM executions WHERE organization_id = ? AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
 			return err
 		}
 		return tx.deleteResults(ctx, ids)

@@ -15,10 +15,19 @@ import (
 // after the statement, or after the commit of its transaction. A cached answer carries the
 // generation read before its query ran and counts only while that is still the current one, so
 // an answer read before (or during) a write is never served after it.
+//
+// Runs are written all the time on a live server (queued, claimed, started, renewed, finished,
+// recorded), each by one organization's activity, and the run list is read per organization. So
+// a write to runs whose organization the statement knows (writeRuns: its argument, or the
+// organization the statement returns) bumps that organization's generation alone, and a page of
+// the list counts while neither the table's nor its organization's generation moved. Any other
+// write to executions (a statement over many organizations' runs) bumps the table's, which ends
+// every page.
 
 // tableGens counts the writes of the tables whose reads are cached.
 type tableGens struct {
 	users, executions atomic.Uint64
+	runsOf            sync.Map // organization ID → *atomic.Uint64: writes to its runs alone
 }
 
 // wrote bumps the generation of the table that query writes. A DELETE may cascade, and a
@@ -37,6 +46,28 @@ func (g *tableGens) wrote(query string) {
 		g.users.Add(1)
 		g.executions.Add(1)
 	}
+}
+
+// wroteRuns bumps the generation of orgID's runs.
+func (g *tableGens) wroteRuns(orgID string) {
+	if g == nil {
+		return
+	}
+	c, ok := g.runsOf.Load(orgID)
+	if !ok {
+		c, _ = g.runsOf.LoadOrStore(orgID, new(atomic.Uint64))
+	}
+	c.(*atomic.Uint64).Add(1)
+}
+
+// pageGen is the generation of a page of orgID's run list: the sum of the table's and the
+// organization's, which moves whenever either does (both only grow).
+func (g *tableGens) pageGen(orgID string) uint64 {
+	n := g.executions.Load()
+	if c, ok := g.runsOf.Load(orgID); ok {
+		n += c.(*atomic.Uint64).Load()
+	}
+	return n
 }
 
 // writtenTable is the table an INSERT or UPDATE writes, or a DELETE from a table nothing
@@ -92,8 +123,8 @@ const (
 // readCache keeps answers of one kind of read, each valid while its table's generation holds.
 // Past either bound the oldest answers go first.
 type readCache[V any] struct {
-	gen      *atomic.Uint64
-	size     func(V) int // the bytes a value holds
+	gen      func(key string) uint64 // the generation an answer kept under key must still have
+	size     func(V) int             // the bytes a value holds
 	maxItems int
 	maxBytes int
 
@@ -118,7 +149,7 @@ type cacheSlot struct {
 	seq uint64
 }
 
-func newReadCache[V any](gen *atomic.Uint64, size func(V) int) *readCache[V] {
+func newReadCache[V any](gen func(key string) uint64, size func(V) int) *readCache[V] {
 	return &readCache[V]{gen: gen, size: size, maxItems: maxCachedReads, maxBytes: maxCachedBytes,
 		m: make(map[string]cachedRead[V])}
 }
@@ -128,7 +159,7 @@ func (c *readCache[V]) get(key string) (V, bool) {
 	c.mu.RLock()
 	e, ok := c.m[key]
 	c.mu.RUnlock()
-	if !ok || e.gen != c.gen.Load() {
+	if !ok || e.gen != c.gen(key) {
 		var zero V
 		return zero, false
 	}
@@ -136,13 +167,13 @@ func (c *readCache[V]) get(key string) (V, bool) {
 }
 
 // now is the generation to pass to put: read it before the query whose answer is kept.
-func (c *readCache[V]) now() uint64 { return c.gen.Load() }
+func (c *readCache[V]) now(key string) uint64 { return c.gen(key) }
 
 // put keeps v, read by a query that started at generation gen, as the newest entry; past the
 // bounds the oldest entries make room. An answer that alone would take more than a quarter of
 // the bytes is not kept.
 func (c *readCache[V]) put(key string, gen uint64, v V) {
-	if gen != c.gen.Load() {
+	if gen != c.gen(key) {
 		return // a write came in between: v may already be stale
 	}
 	size := len(key) + c.size(v) + cachedEntryBytes

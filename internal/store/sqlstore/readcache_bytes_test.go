@@ -88,7 +88,7 @@ func TestPageCacheHeldBytes(t *testing.T) {
 // new, and the eviction order does not grow with re-puts.
 func TestReadCacheEviction(t *testing.T) {
 	var gen atomic.Uint64
-	c := newReadCache(&gen, func(v string) int { return len(v) })
+	c := newReadCache(func(string) uint64 { return gen.Load() }, func(v string) int { return len(v) })
 	c.maxItems, c.maxBytes = 1000, 10*(cachedEntryBytes+100)
 	val := strings.Repeat("v", 99) // with a one-letter key: 100 bytes and the entry's cost
 	put := func(k string) { c.put(k, gen.Load(), val) }

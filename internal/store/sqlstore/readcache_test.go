@@ -40,10 +40,11 @@ func TestWrittenTable(t *testing.T) {
 	}
 }
 
-// uncached is s without its read caches: what the database itself answers.
+// uncached is s without its read caches (the page cache and the kept run rows): what the
+// database itself answers.
 func uncached(s *Store) *Store {
 	u := *s
-	u.users, u.pages = nil, nil
+	u.users, u.pages, u.runRows = nil, nil, nil
 	return &u
 }
 
@@ -83,9 +84,9 @@ func TestReadCachesFollowWrites(t *testing.T) {
 		newUser(a)
 	}
 	n := 0
-	newRun := func(st domain.ExecStatus) *domain.Execution {
+	newRunOf := func(org *domain.Organization, st domain.ExecStatus) *domain.Execution {
 		n++
-		e := &domain.Execution{ID: domain.NewID(), OrganizationID: a.ID, TaskID: fmt.Sprint("t", n), Image: "suite:1",
+		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: fmt.Sprint("t", n), Image: "suite:1",
 			Folder: "all", TimeoutSeconds: 60, Status: st, QueuedAt: now.Add(time.Duration(n) * time.Second)}
 		if st.Final() {
 			fin := e.QueuedAt.Add(time.Second)
@@ -94,12 +95,17 @@ func TestReadCachesFollowWrites(t *testing.T) {
 		must("create run", s.Executions().Create(ctx, e))
 		return e
 	}
+	newRun := func(st domain.ExecStatus) *domain.Execution { return newRunOf(a, st) }
 	for range 3 {
 		newRun(domain.ExecPassed)
 	}
 	for range 2 {
 		newRun(domain.ExecPending)
 	}
+	// The other organization's runs: a write to one organization's runs ends the pages of its
+	// own list alone, so the other's are checked after every write too.
+	newRunOf(orgs[1], domain.ExecPassed)
+	newRunOf(orgs[1], domain.ExecPending)
 	filters := []store.ExecutionFilter{
 		{Limit: 25}, {Limit: 2}, {Limit: 2, Offset: 2}, {Limit: 2, Offset: 40},
 		{Limit: 25, Statuses: []domain.ExecStatus{domain.ExecPending}},
@@ -119,14 +125,16 @@ func TestReadCachesFollowWrites(t *testing.T) {
 					t.Fatalf("after %s (round %d): Get user %s = %+v, %v; the database has %+v, %v", after, round, u.ID, got, gerr, want, werr)
 				}
 			}
-			for _, f := range filters {
-				got, gotTotal, err := s.Executions().List(ctx, a.ID, f)
-				must("List", err)
-				want, wantTotal, err := db.Executions().List(ctx, a.ID, f)
-				must("List", err)
-				if gotTotal != wantTotal || !reflect.DeepEqual(got, want) {
-					t.Fatalf("after %s (round %d): List %+v = %d runs of %d; the database has %d of %d",
-						after, round, f, len(got), gotTotal, len(want), wantTotal)
+			for _, org := range orgs {
+				for _, f := range filters {
+					got, gotTotal, err := s.Executions().List(ctx, org.ID, f)
+					must("List", err)
+					want, wantTotal, err := db.Executions().List(ctx, org.ID, f)
+					must("List", err)
+					if gotTotal != wantTotal || !reflect.DeepEqual(got, want) {
+						t.Fatalf("after %s (round %d): List of %s %+v = %d runs of %d; the database has %d of %d",
+							after, round, org.Slug, f, len(got), gotTotal, len(want), wantTotal)
+					}
 				}
 			}
 		}
@@ -167,6 +175,25 @@ func TestReadCachesFollowWrites(t *testing.T) {
 	_, err = runs.RequestCancel(ctx, a.ID, last.TaskID, now)
 	must("RequestCancel", err)
 	check("RequestCancel")
+	must("SetAnalysis", runs.SetAnalysis(ctx, a.ID, claimed.ID, &domain.Analysis{Status: "completed", Category: "product_bug"}))
+	check("SetAnalysis")
+	must("SetGate", runs.SetGate(ctx, a.ID, claimed.ID, nil))
+	check("SetGate")
+	must("SetPinned", runs.SetPinned(ctx, a.ID, claimed.TaskID, true))
+	check("SetPinned")
+	claimed.FinishedAt = &now
+	must("Record", s.Tests().Record(ctx, store.RunResults{Run: claimed,
+		Outcomes: []domain.TestOutcome{{Suite: "s", Name: "n", Status: domain.TestFailed}}}))
+	check("Record")
+	third, err := runs.Claim(ctx, "runner-1", "", now, now.Add(time.Second), limit)
+	must("Claim", err)
+	if third == nil || third.OrganizationID != orgs[1].ID {
+		t.Fatalf("the third claim took %+v, want the other organization's run", third)
+	}
+	check("a claim of the other organization's run")
+	_, err = runs.ExtendLeases(ctx, now.Add(time.Hour))
+	must("ExtendLeases", err)
+	check("ExtendLeases (every organization's runs)")
 	must("Delete", runs.Delete(ctx, a.ID, "t1"))
 	check("Delete")
 
@@ -323,5 +350,70 @@ func TestReadCachesServeRepeatedReads(t *testing.T) {
 	if err != nil || total != 3 || len(again) != 3 || &again[0] != &first[0] {
 		t.Fatalf("the second List = %d runs of %d (%v), shared %v; want the cached page", len(again), total, err,
 			len(again) > 0 && &again[0] == &first[0])
+	}
+}
+
+// TestRunPagesKeptBetweenTheirOrganizationsWrites: a page of runs still going is served from
+// memory like one of finished runs, and a write to one organization's runs ends the pages of
+// that organization alone; a write over every organization's runs ends them all.
+func TestRunPagesKeptBetweenTheirOrganizationsWrites(t *testing.T) {
+	s := testSQLite(t)
+	ctx := context.Background()
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var orgs []*domain.Organization
+	n := 0
+	queue := func(org *domain.Organization) *domain.Execution {
+		t.Helper()
+		n++
+		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: fmt.Sprint("t", n), Image: "suite:1",
+			Folder: "all", TimeoutSeconds: 60, Status: domain.ExecPending, QueuedAt: at.Add(time.Duration(n) * time.Second)}
+		if err := s.Executions().Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for i := range 2 {
+		o := &domain.Organization{ID: domain.NewID(), Name: fmt.Sprint("Org ", i), Slug: fmt.Sprint("org-", i), Plan: domain.PlanEnterprise}
+		if err := s.Organizations().Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		orgs = append(orgs, o)
+		queue(o)
+		queue(o)
+	}
+	a, b := orgs[0], orgs[1]
+	f := store.ExecutionFilter{Limit: 25}
+	list := func(org *domain.Organization) []domain.Execution {
+		t.Helper()
+		page, _, err := s.Executions().List(ctx, org.ID, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	firstA, firstB := list(a), list(b)
+	if again := list(b); len(again) != 2 || &again[0] != &firstB[0] {
+		t.Fatalf("a page of pending runs read again = %d runs, shared %v; want the kept page", len(again), len(again) > 0 && &again[0] == &firstB[0])
+	}
+	// Behind the store's back (as no Verdict code writes; the version moves as every UPDATE of
+	// the store moves it), then a write to a's runs: a's page is read again, b's is still the
+	// kept one.
+	if _, err := s.db.ExecContext(ctx, `UPDATE executions SET queue_reason = 'changed behind', version = version + 1
+		WHERE organization_id = ?`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	queue(a)
+	if got := list(a); len(got) != 3 || &got[0] == &firstA[0] {
+		t.Fatalf("a's page after a's write = %d runs; want the 3 the database has", len(got))
+	}
+	if got := list(b); &got[0] != &firstB[0] || got[0].QueueReason == "changed behind" {
+		t.Fatalf("b's page after a write to a's runs was read again (reason %q); want the kept page", got[0].QueueReason)
+	}
+	// A write over every organization's runs ends b's page too.
+	if _, err := s.Executions().ExtendLeases(ctx, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(b); got[0].QueueReason != "changed behind" {
+		t.Fatalf("b's page after a write over every organization's runs = reason %q; want the database's", got[0].QueueReason)
 	}
 }

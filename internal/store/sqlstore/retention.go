@@ -15,7 +15,7 @@ import (
 
 // SetPinned sets the run's pinned flag.
 func (r executionRepo) SetPinned(ctx context.Context, orgID, taskID string, pinned bool) error {
-	return r.s.execOne(ctx, `UPDATE executions SET pinned = ? WHERE organization_id = ? AND task_id = ?`, pinned, orgID, taskID)
+	return r.s.execOneRuns(ctx, orgID, `UPDATE executions SET version = version + 1, pinned = ? WHERE organization_id = ? AND task_id = ?`, pinned, orgID, taskID)
 }
 
 // finalStatuses are the parameters of "status IN (?, ?, ?, ?, ?)".
@@ -63,12 +63,12 @@ func (r executionRepo) ExpireFiles(ctx context.Context, orgID string, finishedBe
 		}
 		// The note goes at the end of the run's notes, a JSON array as the store writes it
 		// ("[…]", or "null" for none), by plain string functions both databases have.
-		u := `UPDATE executions SET files_expired_at = ?, report_bytes = 0, report_dirs = '[]', report_indexes = '[]',
+		u := `UPDATE executions SET version = version + 1, files_expired_at = ?, report_bytes = 0, report_dirs = '[]', report_indexes = '[]',
 			notes = CASE WHEN notes IN ('[]', 'null', '') THEN '[' || CAST(? AS TEXT) || ']'
 				ELSE substr(notes, 1, length(notes) - 1) || ',' || CAST(? AS TEXT) || ']' END
 			WHERE id IN (` + placeholders(len(ids)) + `) AND pinned = ? AND files_expired_at IS NULL RETURNING id`
 		urows, err := tx.q.QueryContext(ctx, tx.d.rebind(u), append(append([]any{millis(at), j[0], j[0]}, ids...), false)...)
-		tx.wrote(u)
+		tx.wroteRuns(orgID) // the candidates are orgID's runs
 		if err != nil {
 			return tx.mapErr(err)
 		}
@@ -116,7 +116,7 @@ func (r executionRepo) DeleteExpired(ctx context.Context, orgID string, ids []st
 	}
 	var n int64
 	err := r.s.inTx(ctx, func(tx *Store) error {
-		res, err := tx.exec(ctx, `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
+		res, err := tx.execRuns(ctx, orgID, `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
 			AND files_expired_at IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`,
 			append([]any{orgID, millis(finishedBefore), false}, anys(ids)...)...)
 		if err != nil {

@@ -45,14 +45,14 @@ type Store struct {
 	r   querier // the read pool (through cached statements on SQLite), or tx inside InTx
 	tx  *sql.Tx
 
-	finalRuns *finalRuns // list rows of finished runs, which never change
+	runRows *runRows // list rows of runs at their versions (PostgreSQL; SQLite keeps whole pages)
 
 	// On SQLite only (see readcache.go): the write generations and the caches they govern; nil
 	// inside a transaction, whose writes are noted in txWrites and count from its commit.
 	gens     *tableGens
 	users    *readCache[domain.User]
 	pages    *readCache[listPage]
-	txWrites *[]string
+	txWrites *[]txWrite
 
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
 }
@@ -138,8 +138,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	st.rdb, st.r = rdb, newStmtCache(rdb)
 	st.gens = &tableGens{}
-	st.users = newReadCache(&st.gens.users, userBytes)
-	st.pages = newReadCache(&st.gens.executions, pageBytes)
+	gens := st.gens
+	st.users = newReadCache(func(string) uint64 { return gens.users.Load() }, userBytes)
+	st.pages = newReadCache(func(key string) uint64 { return gens.pageGen(pageOrg(key)) }, pageBytes)
 	return st, nil
 }
 
@@ -188,7 +189,7 @@ func newStore(ctx context.Context, db *sql.DB, d *dialect) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: connect to %s: %w", d.name, err)
 	}
-	return &Store{db: db, rdb: db, d: d, q: db, r: db, finalRuns: newFinalRuns()}, nil
+	return &Store{db: db, rdb: db, d: d, q: db, r: db, runRows: newRunRows()}, nil
 }
 
 // Migrate applies the embedded migrations of the store's dialect that the database lacks. On
@@ -265,7 +266,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return s.mapErr(err)
 	}
 	defer tx.Rollback() // no-op after Commit
-	var writes []string
+	var writes []txWrite
 	if err := fn(&Store{db: s.db, rdb: s.rdb, d: s.d, q: tx, r: tx, tx: tx, mailBox: s.mailBox,
 		gens: s.gens, txWrites: &writes}); err != nil {
 		return err
@@ -273,8 +274,12 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err := tx.Commit(); err != nil {
 		return s.mapErr(err)
 	}
-	for _, q := range writes {
-		s.gens.wrote(q)
+	for _, w := range writes {
+		if w.runsOf != "" {
+			s.gens.wroteRuns(w.runsOf)
+		} else {
+			s.gens.wrote(w.query)
+		}
 	}
 	return nil
 }
@@ -285,11 +290,26 @@ func (s *Store) wrote(query string) {
 	switch {
 	case s.gens == nil:
 	case s.txWrites != nil:
-		*s.txWrites = append(*s.txWrites, query)
+		*s.txWrites = append(*s.txWrites, txWrite{query: query})
 	default:
 		s.gens.wrote(query)
 	}
 }
+
+// wroteRuns notes a write to runs of orgID alone (see readcache.go), as wrote does.
+func (s *Store) wroteRuns(orgID string) {
+	switch {
+	case s.gens == nil:
+	case s.txWrites != nil:
+		*s.txWrites = append(*s.txWrites, txWrite{runsOf: orgID})
+	default:
+		s.gens.wroteRuns(orgID)
+	}
+}
+
+// txWrite is a write of a transaction, counted at its commit: a statement (wrote) or a write
+// to an organization's runs (wroteRuns).
+type txWrite struct{ query, runsOf string }
 
 // mapErr turns driver errors into the store's: no row → ErrNotFound, unique violation →
 // ErrConflict, a database that cannot be reached or cannot serve → ErrUnavailable (keeping
@@ -316,10 +336,57 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return r, s.mapErr(err)
 }
 
+// execRuns runs a write to runs of orgID alone (an INSERT of its runs, or a statement bounded
+// by organization_id = orgID): it ends the cached pages of that organization's run list only.
+func (s *Store) execRuns(ctx context.Context, orgID, query string, args ...any) (sql.Result, error) {
+	r, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	s.wroteRuns(orgID)
+	return r, s.mapErr(err)
+}
+
+// execOneRuns is execRuns for a write that must touch a row, as execOne.
+func (s *Store) execOneRuns(ctx context.Context, orgID, query string, args ...any) error {
+	r, err := s.execRuns(ctx, orgID, query, args...)
+	return s.touched(r, err)
+}
+
+// execRun runs a write to one run that returns the run's organization (RETURNING
+// organization_id), whose run list alone it counts against; ErrNotFound when it wrote no run.
+func (s *Store) execRun(ctx context.Context, query string, args ...any) error {
+	var org string
+	err := s.q.QueryRowContext(ctx, s.d.rebind(query), args...).Scan(&org)
+	switch {
+	case err == nil:
+		s.wroteRuns(org)
+	case errors.Is(err, sql.ErrNoRows): // no run written
+	default:
+		s.wrote(query) // it may have written: count it against every page
+	}
+	return s.mapErr(err)
+}
+
+// getRun is get for a write to one run that returns it (UPDATE … RETURNING executionColumns):
+// it counts against the run's organization's run list alone.
+func (s *Store) getRun(ctx context.Context, query string, args ...any) (*domain.Execution, error) {
+	e, err := scanExecution(s.q.QueryRowContext(ctx, s.d.rebind(query), args...))
+	switch {
+	case err == nil:
+		s.wroteRuns(e.OrganizationID)
+	case !errors.Is(err, sql.ErrNoRows):
+		s.wrote(query) // it may have written: count it against every page
+	}
+	return e, s.mapErr(err)
+}
+
 // execOne runs a write that must touch a row: none (missing, another organization's, or a
 // failed condition) is ErrNotFound.
 func (s *Store) execOne(ctx context.Context, query string, args ...any) error {
 	r, err := s.exec(ctx, query, args...)
+	return s.touched(r, err)
+}
+
+// touched is a write's error, or ErrNotFound when it touched no row.
+func (s *Store) touched(r sql.Result, err error) error {
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,8 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 		o.TaskID, o.ExecutionID, o.Branch, o.Commit, o.CreatedAt = run.TaskID, run.ID, branch, commit, at
 	}
 	return r.s.inTx(ctx, func(tx *Store) error {
-		res, err := tx.exec(ctx, `UPDATE executions SET tests_recorded = TRUE WHERE id = ? AND tests_recorded = `+tx.falseLit(), run.ID)
+		res, err := tx.execRuns(ctx, run.OrganizationID, `UPDATE executions SET version = version + 1, tests_recorded = TRUE WHERE organization_id = ? AND id = ? AND tests_recorded = `+tx.falseLit(),
+			run.OrganizationID, run.ID)
 		if err != nil {
 			return err
 		}

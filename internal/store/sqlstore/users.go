@@ -54,7 +54,7 @@ func (r userRepo) Get(ctx context.Context, orgID, id string) (*domain.User, erro
 	if u, ok := c.get(key); ok {
 		return &u, nil
 	}
-	gen := c.now()
+	gen := c.now(key)
 	u, err := get(ctx, r.s, scanUser, q, orgID, id)
 	if err == nil {
 		c.put(key, gen, *u)

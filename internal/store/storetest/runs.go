@@ -761,6 +761,34 @@ func testClaim(t *testing.T, open Opener) {
 		}
 	})
 
+	// A sharded run's own record is never claimed, however early it was queued: its shards are
+	// what runners run (and what hold slots).
+	t.Run("NeverTheShardedRunItself", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanEnterprise)
+		parent := f.runWith(o.ID, base, func(e *domain.Execution) { e.Shards = 2 })
+		var shards []string
+		for i := 1; i <= 2; i++ {
+			s := f.runWith(o.ID, base.Add(time.Duration(i)*time.Second), func(e *domain.Execution) {
+				e.Shards, e.ParentID, e.ShardIndex, e.TaskID = 2, parent.ID, i, fmt.Sprintf("%s~s%d", parent.TaskID, i)
+			})
+			shards = append(shards, s.ID)
+		}
+		now := base.Add(time.Hour)
+		var order []string
+		for range 2 {
+			got := f.claim("runner-1", now, func(domain.Plan) int { return 10 })
+			if got == nil {
+				t.Fatal("nothing claimed")
+			}
+			order = append(order, got.ID)
+		}
+		equal(t, "claimed, the shards only", order, shards)
+		if got := f.claim("runner-1", now, func(domain.Plan) int { return 10 }); got != nil {
+			t.Errorf("claimed %s (shards %d, parent %q): the sharded run's own record", got.TaskID, got.Shards, got.ParentID)
+		}
+	})
+
 	t.Run("OrganizationAtItsLimitDoesNotBlockOthers", func(t *testing.T) {
 		f := setup(t, open)
 		a, b := f.org(), f.org() // free plan: one slot each

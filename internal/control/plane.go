@@ -107,9 +107,9 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 			p.announceRun(ctx, e) // the run shows its shards' states
 		} else {
 			p.Events.ExecutionUpdated(e)
-			if p.Metrics != nil {
-				p.Metrics.RunStarted(e)
-			}
+		}
+		if p.Metrics != nil {
+			p.Metrics.RunStarted(e) // a shard's container waits in the queue as a run does
 		}
 		env, err := OpenEnv(p.Box, e.EnvCipher)
 		if err != nil {

@@ -80,7 +80,7 @@ func New(version string, src Sources, log *slog.Logger) *Metrics {
 		}, []string{"status"}),
 		queueSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "verdict_run_queue_seconds",
-			Help:    "Time a run waited from being queued to being started by this process's runner.",
+			Help:    "Time a run (each container of a sharded run: its shards and retry containers) waited from being queued to being started by this process's runner.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 		}),
 		runSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -189,7 +189,8 @@ func (m *Metrics) Unavailable(dependency string) {
 	m.unavailable.WithLabelValues(dependency).Inc()
 }
 
-// RunStarted records how long a run that has just started waited in the queue.
+// RunStarted records how long a run, or a container of a sharded run, that has just started
+// waited in the queue.
 func (m *Metrics) RunStarted(e *domain.Execution) {
 	if m == nil || e.StartedAt == nil {
 		return

@@ -303,7 +303,7 @@ func htmlSafe(b byte) bool {
 	return b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
 }
 
-// logSource is the run whose log a log route reads: the run named by the path, or with
+// logSource is the run whose log (or report) a route reads: the run named by the path, or with
 // ?shard=N the record of its N-th container (a shard, 1..shardTotal, or a retry container
 // after them), whose own log and status it is. It answers the run's taskId and the shard (0:
 // none). A run that is not sharded, or a shard it does not have, is 404.

@@ -21,8 +21,9 @@ const reportCookie = "verdict_report"
 // to give: 404.
 func (s *Server) reportToken(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r)
-	// The links need the run's reports, never its parsed results.
-	e, err := s.executions.GetListed(r.Context(), p, r.PathValue("taskId"))
+	// The links need the run's reports, never its parsed results; with ?shard=N, the reports of
+	// the sharded run's N-th container.
+	e, _, _, err := s.logSource(r, p)
 	if err != nil {
 		s.fail(w, r, err, "Failed to create report token")
 		return

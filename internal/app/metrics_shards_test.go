@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,4 +28,35 @@ func TestMetricsCountShardsQueueWait(t *testing.T) {
 	after, _ := h.scrape(token)
 	moved(t, before, after, "verdict_run_queue_seconds_count", 2)
 	moved(t, before, after, `verdict_runs_finished_total{status="PASSED"}`, 1)
+}
+
+// TestShardReportLinks: a sharded run's container's reports open through a signed link of
+// their own (?shard=N on report-token), without a bearer header; another organization's
+// member gets 404 for it.
+func TestShardReportLinks(t *testing.T) {
+	h := shardHarness(t, "sqlite", "team")
+	admin := h.signup("shard-links@example.com", "Shard Links Co")
+	task := h.queue(bearer(admin.token), map[string]any{"image": shardedImage, "shards": 2})
+	h.waitFor(bearer(admin.token), task, 120*time.Second, final)
+	r := h.do("GET", "/api/executions/"+task+"/report-token?shard=2", bearer(admin.token), nil)
+	expect(t, r, 200, "")
+	link := r.str("url")
+	if !strings.Contains(link, "/"+task+"~s2/") {
+		t.Fatalf("shard 2's link %q is not under its own task", link)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := h.do("GET", u.RequestURI(), anon, nil)
+	if loc := page.header.Get("Location"); page.status/100 == 3 && loc != "" {
+		page = h.do("GET", loc, anon, nil) // the token swapped for the report link
+	}
+	if page.status != 200 || !strings.Contains(page.raw, "<") {
+		t.Fatalf("opening shard 2's link without a bearer: %d %.200s", page.status, page.raw)
+	}
+	expect(t, h.do("GET", "/api/executions/"+task+"/report-token?shard=3", bearer(admin.token), nil), 404, "Shard not found")
+	expect(t, h.do("GET", "/api/executions/"+task+"/report-token?shard=x", bearer(admin.token), nil), 400, "Validation error")
+	other := h.signup("other-shards@example.com", "Other Co")
+	expect(t, h.do("GET", "/api/executions/"+task+"/report-token?shard=1", bearer(other.token), nil), 404, "")
 }

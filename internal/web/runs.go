@@ -15,6 +15,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/identity"
 	"verdict/internal/store"
 )
 
@@ -387,6 +388,24 @@ type runData struct {
 	// TestsNotKept are the run's tests past what a run keeps, counted in its summary only.
 	TestsFrom, TestsTo, TestsKept, TestsNotKept int
 	TestsPrevURL, TestsNextURL                  string
+
+	// Shards are a sharded run's containers (nil: not sharded); ShardTab is the one whose log
+	// the page shows (0: every container's, one after another, each line marked with its
+	// container).
+	Shards   []shardRow
+	ShardTab int
+}
+
+// shardRow is one container of a sharded run on its page.
+type shardRow struct {
+	Index     int
+	Label     string // "Shard 2 of 4", "Retry 1"
+	Status    domain.ExecStatus
+	Runner    string
+	Duration  string
+	ExitCode  string
+	ReportURL string
+	Error     string
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -430,6 +449,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if s.reportLink != nil {
 		d.ReportURL = s.reportLink(r.Context(), st.p, e)
 	}
+	if e.Sharded() {
+		s.shardLogs(r, st.p, e, &d)
+		s.render(w, r, http.StatusOK, "run", "Run "+e.TaskID, d)
+		return
+	}
 	var log bytes.Buffer
 	n, err := s.executions.ReadLog(r.Context(), st.p, e, 0, logLimit+1, func(b []byte) error {
 		log.Write(b)
@@ -445,6 +469,75 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		d.Log, d.LogOffset = strings.ToValidUTF8(log.String(), "\uFFFD"), strconv.FormatInt(n, 10)
 	}
 	s.render(w, r, http.StatusOK, "run", "Run "+e.TaskID, d)
+}
+
+// shardLogs fills in a sharded run's containers and the log its page shows: one container's
+// (?shard=N) or every container's, one after another, each line marked "[shard N]". The run's
+// own record writes no log. These logs are read as the page is made (the page does not follow
+// them live; each container's log is in the API, live, with ?shard=N).
+func (s *Server) shardLogs(r *http.Request, p *identity.Principal, e *domain.Execution, d *runData) {
+	d.ShardTab, _ = strconv.Atoi(r.URL.Query().Get("shard"))
+	var parts []domain.Execution
+	for i := range e.Parts {
+		c := &e.Parts[i]
+		row := shardRow{Index: c.ShardIndex, Status: c.Status, Runner: c.RunnerID, Error: c.Error,
+			Label: fmt.Sprintf("Shard %d of %d", c.ShardIndex, e.Shards)}
+		if c.Retry > 0 {
+			row.Label = fmt.Sprintf("Retry %d", c.Retry)
+		}
+		if c.StartedAt != nil {
+			row.Duration = formatDuration(c.DurationMs(s.clock()))
+		}
+		if c.ExitCode != nil {
+			row.ExitCode = strconv.Itoa(*c.ExitCode)
+		}
+		if s.reportLink != nil && len(c.ReportIndexes) > 0 {
+			row.ReportURL = s.reportLink(r.Context(), p, c)
+		}
+		d.Shards = append(d.Shards, row)
+		if d.ShardTab == 0 || d.ShardTab == c.ShardIndex {
+			parts = append(parts, *c)
+		}
+	}
+	if d.ShardTab != 0 && len(parts) == 0 {
+		d.LogError = fmt.Sprintf("This run has no container %d.", d.ShardTab)
+		return
+	}
+	var log bytes.Buffer
+	for i := range parts {
+		c := &parts[i]
+		var one bytes.Buffer
+		left := int64(logLimit + 1 - log.Len())
+		if left <= 0 {
+			d.LogCut = true
+			break
+		}
+		if _, err := s.executions.ReadLog(r.Context(), p, c, 0, left, func(b []byte) error {
+			one.Write(b)
+			return nil
+		}); err != nil {
+			s.log.Warn("reading a shard's log for its run's page", "task", c.TaskID, "err", err)
+			d.LogError = "The log could not be read."
+			return
+		}
+		if d.ShardTab != 0 {
+			log.Write(one.Bytes())
+			continue
+		}
+		mark := fmt.Sprintf("[shard %d] ", c.ShardIndex)
+		for line := range bytes.Lines(one.Bytes()) {
+			log.WriteString(mark)
+			log.Write(line)
+		}
+		if one.Len() > 0 && !bytes.HasSuffix(one.Bytes(), []byte("\n")) {
+			log.WriteByte('\n')
+		}
+	}
+	if log.Len() > logLimit {
+		d.Log, d.LogCut = strings.ToValidUTF8(string(log.Bytes()[:logLimit]), "\uFFFD"), true
+		return
+	}
+	d.Log = strings.ToValidUTF8(log.String(), "\uFFFD")
 }
 
 // logChunk is the largest part of a log GET /runs/{taskId}/log answers at once.

@@ -92,9 +92,9 @@ echo "+ scripts/kube-cluster.sh"
 kube_vars=$(scripts/kube-cluster.sh) ||
 	{ echo "test.sh: FAIL: the Kubernetes test cluster could not be started (above)" >&2; exit 1; }
 eval "$kube_vars"
-echo "+ docker save verdict:local verdict-examples/{pass,fail,slow} | ctr images import"
+echo "+ docker save verdict:local verdict-examples/{pass,fail,slow,sharded} | ctr images import"
 # shellcheck disable=SC2086 # VERDICT_TEST_KUBE_CTR is a command with its arguments
-docker save verdict:local verdict-examples/pass:latest verdict-examples/fail:latest verdict-examples/slow:latest |
+docker save verdict:local verdict-examples/pass:latest verdict-examples/fail:latest verdict-examples/slow:latest verdict-examples/sharded:latest |
 	$VERDICT_TEST_KUBE_CTR images import - >/dev/null ||
 	{ echo "test.sh: FAIL: could not load the images into the test cluster's node" >&2; exit 1; }
 

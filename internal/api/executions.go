@@ -50,12 +50,13 @@ func (p *executionPage) appendJSON(b []byte) []byte {
 	return append(b, "},\"success\":true}\n"...)
 }
 
-// finishedItems keeps the encoded list items of runs in a final status, by execution ID (never
-// reused), each for the version of the run it was encoded from. Such a run changes only in
-// what its version says (pinned, its files expired by retention), and nothing else its item
-// shows does: its duration is fixed once it finished, its report links are on this server's
-// fixed origin. Encoding is then paid once per version of a run rather than on every page.
-// Bounded; past the bound an arbitrary item makes room.
+// finishedItems keeps the encoded list items of runs whose item does not change with time (runs
+// in a final status, and runs waiting: their duration is fixed, their report links are on this
+// server's fixed origin), by execution ID (never reused), each for the version of the run it was
+// encoded from (domain.Execution.Version, which every write of the run moves on, on every
+// replica). Encoding is then paid once per version of a run rather than on every page: a busy
+// organization's first page is runs waiting. Bounded; past the bound an arbitrary item makes
+// room.
 type finishedItems struct {
 	mu sync.RWMutex
 	m  map[string]cachedItem
@@ -67,19 +68,10 @@ type cachedItem struct {
 	b       []byte
 }
 
-// itemVersion is what of a finished run may still change.
-type itemVersion struct {
-	pinned  bool
-	expired int64 // unix milliseconds of FilesExpiredAt; 0: not expired
-}
+// itemVersion is the version of the run an item was encoded from.
+type itemVersion int64
 
-func versionOf(e *domain.Execution) itemVersion {
-	v := itemVersion{pinned: e.Pinned}
-	if e.FilesExpiredAt != nil {
-		v.expired = e.FilesExpiredAt.UnixMilli()
-	}
-	return v
-}
+func versionOf(e *domain.Execution) itemVersion { return itemVersion(e.Version) }
 
 const maxFinishedItems = 4096
 
@@ -108,11 +100,12 @@ func (c *finishedItems) put(id string, v itemVersion, item []byte) {
 	c.m[id] = cachedItem{version: v, b: item}
 }
 
-// listItem is e's encoded list item at now. A finished run's item is kept once its tests are
-// recorded and its gate judged (until then its gate may still be set).
+// listItem is e's encoded list item at now; e is a run of the run list (its Version set). A
+// finished run's item is kept once its tests are recorded and its gate judged (until then its
+// gate may still be set), a waiting run's as it is; a running run's duration grows.
 func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Time) ([]byte, error) {
-	final := e.Status.Final() && e.TestsRecorded && e.ID != ""
-	if final {
+	kept := (e.Status.Final() && e.TestsRecorded || e.Status == domain.ExecPending) && e.ID != ""
+	if kept {
 		if b := s.finished.get(e.ID, versionOf(e)); b != nil {
 			return b, nil
 		}
@@ -123,7 +116,7 @@ func (s *Server) listItem(ctx context.Context, e *domain.Execution, now time.Tim
 		e = &c
 	}
 	b, err := MarshalView(s.views.ExecutionListItem(e, now)) // the list stays light: no tests
-	if err == nil && final {
+	if err == nil && kept {
 		s.finished.put(e.ID, versionOf(e), b)
 	}
 	return b, err

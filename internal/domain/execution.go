@@ -240,6 +240,10 @@ type Execution struct {
 	Pinned bool
 	// FilesExpiredAt is when retention deleted the run's log and report files; nil: kept.
 	FilesExpiredAt *time.Time
+	// Version counts the writes to the run's record (every change of it moves it on): a copy
+	// of the run at the version the database has is the run as it is. Set on the runs of the
+	// run list (ExecutionRepo.List), 0 elsewhere.
+	Version int64
 
 	Sharding // the run's shards and retries, or this container's part of a sharded run
 }

@@ -305,8 +305,11 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 		total = -1
 		var versions []int64
 		execs, versions, err = r.page(ctx, `SELECT `+listColumns+` FROM executions WHERE `+cond+window, min(limit, 100), pageArgs...)
-		for i := 0; i < len(execs) && r.s.tx == nil; i++ {
-			r.s.runRows.put(&execs[i], versions[i])
+		for i := range execs {
+			execs[i].Version = versions[i]
+			if r.s.tx == nil {
+				r.s.runRows.put(&execs[i], versions[i])
+			}
 		}
 	}
 	if err != nil {
@@ -479,6 +482,7 @@ func (r executionRepo) runsByID(ctx context.Context, orgID string, refs []runRef
 		case err != nil:
 			return nil, r.s.mapErr(err)
 		default:
+			out[i].Version = x.version
 			c.put(&out[i], x.version)
 		}
 	}

@@ -357,7 +357,7 @@ func testExecutions(t *testing.T, open Opener) {
 					wantRows[i] = *f.getRun(o.ID, w.TaskID)
 					wantRows[i].Tests, wantRows[i].EnvCipher, wantRows[i].ReportFolders = []domain.TestResult{}, "", []string{}
 				}
-				equal(t, what, got, wantRows)
+				equal(t, what, unversioned(got), wantRows)
 				equal(t, what+" total", total, len(want))
 			}
 		}
@@ -1121,7 +1121,10 @@ func testLeases(t *testing.T, open Opener) {
 		must(t, err)
 		withoutTests := want
 		withoutTests.Tests, withoutTests.EnvCipher, withoutTests.ReportFolders = []domain.TestResult{}, "", []string{}
-		equal(t, "listed run", listed, []domain.Execution{withoutTests})
+		equal(t, "listed run", unversioned(listed), []domain.Execution{withoutTests})
+		if listed[0].Version < 3 { // queued, claimed, finished: each a write of the run
+			t.Errorf("the listed run's version is %d after 3 writes", listed[0].Version)
+		}
 		wantErr(t, "Finish twice", ex.Finish(f.ctx, e.ID, "r1", passed(end)), store.ErrNotFound)
 		_, err = ex.Heartbeat(f.ctx, e.ID, "r1", base.Add(time.Hour))
 		wantErr(t, "Heartbeat after Finish", err, store.ErrNotFound)
@@ -1440,4 +1443,14 @@ func testLogs(t *testing.T, open Opener) {
 			t.Errorf("ReadFrom(%d, 100000): %d bytes, equal %v", from, n, b.String() == want.String()[from:from+100_000])
 		}
 	})
+}
+
+// unversioned are runs of a list without their versions (which count the writes to each run,
+// the store's own bookkeeping), to compare with runs read one at a time.
+func unversioned(runs []domain.Execution) []domain.Execution {
+	out := slices.Clone(runs)
+	for i := range out {
+		out[i].Version = 0
+	}
+	return out
 }

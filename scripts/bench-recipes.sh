@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The Playwright recipe's runtime under Verdict against plain `docker run` of the same image on
+# the same machine. Each round runs the recipe both ways, one after the other (folder `all`:
+# six tests in Debian's Chromium, one of them failing twice and one flaky, so traces and
+# screenshots are written): once with `docker run --rm` and the contract's variables, once as a
+# run of a `verdict serve` (SQLite, the Docker engine, its defaults: the run network, memory,
+# CPU and process limits, the disk watchdog, the init process, the log pump, the reports copied
+# out). It prints, per way, the median of:
+#   - wall: `docker run` from start to exit; for Verdict, queued to final status (what a CI job
+#     waits for, reports copied and results read included);
+#   - playwright: the time Playwright itself reports at the end of its list ("(12.3s)"), which
+#     leaves out the container's start and Node's;
+# and Verdict's ratio to `docker run` for each (target <= 1.10).
+#
+#   scripts/bench-recipes.sh            # 3 rounds
+#   BENCH_RECIPES_ROUNDS=5 scripts/bench-recipes.sh
+#
+# Settings: BENCH_RECIPES_ROUNDS (3), BENCH_RECIPES_ADDR (127.0.0.1:18495), BENCH_RECIPES_ENV
+# (extra variables for `verdict serve`, e.g. "VERDICT_RUN_SHM_MB=64" to see the engine's default
+# shared memory). Needs the recipe image (examples/recipes/build.sh) and python3.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+ROUNDS=${BENCH_RECIPES_ROUNDS:-3}
+ADDR=${BENCH_RECIPES_ADDR:-127.0.0.1:18495}
+URL=http://$ADDR
+IMAGE=verdict-recipes/playwright:latest
+work=$(mktemp -d /tmp/verdict-recipebench.XXXXXX)
+pid=
+cleanup() {
+	[[ -z $pid ]] || kill "$pid" 2>/dev/null || true
+	[[ -z $pid ]] || wait "$pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+docker image inspect "$IMAGE" >/dev/null 2>&1 ||
+	{ echo "bench-recipes: $IMAGE is missing (run examples/recipes/build.sh)" >&2; exit 1; }
+echo "== building"
+go build -o "$work/verdict" ./cmd/verdict
+# shellcheck disable=SC2086 # BENCH_RECIPES_ENV is a list of NAME=value words
+env VERDICT_ADDR="$ADDR" VERDICT_DATA_DIR="$work/data" VERDICT_DEV=true VERDICT_LOG_LEVEL=warn ${BENCH_RECIPES_ENV:-} \
+	"$work/verdict" serve >"$work/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do curl -fs "$URL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "$URL/healthz" >/dev/null || { cat "$work/serve.log" >&2; echo "bench-recipes: verdict serve did not start" >&2; exit 1; }
+
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+token=$(curl -fs -X POST "$URL/api/auth/signup" -H 'Content-Type: application/json' \
+	-d '{"email":"bench@example.com","password":"bench-Password-123","name":"Bench","organizationName":"Bench"}' | json 'd["token"]')
+key=$(curl -fs -X POST "$URL/api/auth/api-keys" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+	-d '{"name":"bench"}' | json 'd["apiKey"]')
+
+now_ms() { date +%s%3N; }
+# pw_secs LOG prints the duration Playwright's list reporter gives last: "3 passed (12.3s)".
+pw_secs() { grep -oE '\(([0-9.]+)(m|s|ms)\)' <<<"$1" | tail -n 1 | python3 -c '
+import re, sys
+m = re.match(r"\(([0-9.]+)(ms|m|s)\)", sys.stdin.read().strip())
+print("nan" if not m else float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)])'; }
+
+# docker_way prints "wall_s playwright_s".
+docker_way() {
+	local t0 out
+	t0=$(now_ms)
+	out=$(docker run --rm -e CI=true -e FRAMEWORK_AGNOSTIC=true -e TASK_ID=bench -e BASE_URL=http://127.0.0.1:9 "$IMAGE" all 2>&1 || true)
+	echo "$((($(now_ms) - t0)))e-3 $(pw_secs "$out")"
+}
+
+# verdict_way prints "wall_s playwright_s".
+verdict_way() {
+	local t0 task status out
+	t0=$(now_ms)
+	task=$(curl -fs -X POST "$URL/api/executions" -H "X-API-Key: $key" -H 'Content-Type: application/json' \
+		-d '{"image":"'"$IMAGE"'","baseUrl":"http://127.0.0.1:9"}' | json 'd["taskId"]')
+	while :; do
+		sleep 0.2
+		out=$(curl -fs "$URL/api/executions/$task" -H "X-API-Key: $key")
+		status=$(json 'd["execution"]["status"]' <<<"$out")
+		case $status in PASSED | FAILED | UNSTABLE | ERROR | CANCELLED) break ;; esac
+	done
+	local wall=$((($(now_ms) - t0)))
+	[[ $status == FAILED ]] || { echo "bench-recipes: run $task ended $status, want FAILED (one test fails on purpose)" >&2; exit 1; }
+	echo "${wall}e-3 $(pw_secs "$(curl -fs "$URL/api/executions/$task/logs" -H "X-API-Key: $key" | json 'd["logs"]')")"
+}
+
+echo "== load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+# A first run of each way warms the engine's caches and the image's pages; not counted.
+docker_way >/dev/null
+verdict_way >/dev/null
+d_wall=() d_pw=() v_wall=() v_pw=()
+for i in $(seq "$ROUNDS"); do
+	read -r w p < <(docker_way)
+	d_wall+=("$w") d_pw+=("$p")
+	read -r vw vp < <(verdict_way)
+	v_wall+=("$vw") v_pw+=("$vp")
+	printf 'round %d: docker run %.1f s (playwright %.1f s), verdict %.1f s (playwright %.1f s)\n' "$i" "$w" "$p" "$vw" "$vp"
+done
+echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+python3 - "${d_wall[*]}" "${d_pw[*]}" "${v_wall[*]}" "${v_pw[*]}" <<'PY'
+import statistics as st, sys
+dw, dp, vw, vp = ([float(x) for x in a.split()] for a in sys.argv[1:5])
+m = lambda xs: st.median(xs)
+print(f"\n{'median':<12} {'docker run s':>13} {'verdict s':>10} {'ratio':>6}")
+print(f"{'wall':<12} {m(dw):>13.1f} {m(vw):>10.1f} {m(vw)/m(dw):>6.2f}")
+print(f"{'playwright':<12} {m(dp):>13.1f} {m(vp):>10.1f} {m(vp)/m(dp):>6.2f}")
+print("target: ratio <= 1.10")
+PY

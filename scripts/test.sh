@@ -79,6 +79,11 @@ eval "$vars"
 if [[ -x examples/suites/build.sh ]]; then
 	examples/suites/build.sh
 fi
+# The recipes (examples/recipes: Playwright with Debian's Chromium, pytest, JUnit 5), run on the
+# engine by internal/app's recipe tests; cached like the sample images (a cold build takes
+# minutes, a warm one seconds).
+echo "+ examples/recipes/build.sh"
+examples/recipes/build.sh
 
 # Verdict's own image, built from a host binary (no registry is needed) and started on the
 # engine; compose.yaml validated.

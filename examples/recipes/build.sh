@@ -23,15 +23,10 @@ docker info >/dev/null 2>&1 || die "the Docker engine does not answer (run scrip
 base=verdict-base/debian:bookworm
 debian_base "$base" debian-bookworm security --variant=minbase bookworm
 
-ctx=
-cleanup() { [[ -z $ctx ]] || rm -rf "$ctx"; }
-trap cleanup EXIT
-
-# recipe NAME [build flags...] builds verdict-recipes/NAME:latest from the folder NAME (copied
-# into a temporary build context, so that nothing is written into the repository).
+# recipe NAME builds verdict-recipes/NAME:latest from the folder NAME, copied into a temporary
+# build context so that nothing is written into the repository (node_modules included).
 recipe() {
-	local name=$1 image=verdict-recipes/$1:latest hash
-	shift
+	local name=$1 image=verdict-recipes/$1:latest hash ctx
 	hash=$(
 		cd "$here/$name"
 		{
@@ -45,19 +40,29 @@ recipe() {
 		return
 	fi
 	echo "build.sh: building $image"
-	cleanup
 	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"' EXIT
 	cp -R "$here/$name/." "$ctx/"
 	rm -rf "$ctx/node_modules"
 	if [[ -f $ctx/package-lock.json ]]; then
 		command -v npm >/dev/null || die "npm is needed to build $image (its node_modules is installed here, then copied in)"
-		# Playwright's browsers are Debian's Chromium in the image: nothing to download.
+		# Playwright's browser is Debian's Chromium in the image: nothing to download.
 		(cd "$ctx" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
 			die "npm ci for $image failed"
 	fi
-	docker_build "$image" "$hash" "$ctx" --build-arg "BASE=$base" --label "dev.verdict.recipe=$name" "$@"
+	docker_build "$image" "$hash" "$ctx" --build-arg "BASE=$base" --label "dev.verdict.recipe=$name"
+	echo "build.sh: built $image ($(docker image inspect --format '{{.Size}}' "$image" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 
+# The images are built at once: most of a cold build is apt-get downloading and unpacking, which
+# overlap well. Each build runs in a subshell of its own; any failure fails the script.
+pids=()
 for name in ${VERDICT_RECIPES_ONLY:-playwright pytest junit5}; do
-	recipe "$name"
+	recipe "$name" &
+	pids+=($!)
 done
+failed=0
+for pid in "${pids[@]}"; do
+	wait "$pid" || failed=1
+done
+((failed == 0)) || die "a recipe image could not be built (above)"

@@ -8,8 +8,10 @@
 # out). It prints, per way, the median of:
 #   - wall: `docker run` from start to exit; for Verdict, queued to final status (what a CI job
 #     waits for, reports copied and results read included);
-#   - playwright: the time Playwright itself reports at the end of its list ("(12.3s)"), which
-#     leaves out the container's start and Node's;
+#   - container: the container's own time, started to exited (the engine's State for docker
+#     run, the run's durationMs for Verdict);
+#   - playwright: the duration in Playwright's JSON report (stats.duration), which leaves out
+#     the container's start and Node's;
 # and Verdict's ratio to `docker run` for each (target <= 1.10).
 #
 #   scripts/bench-recipes.sh            # 3 rounds
@@ -46,27 +48,34 @@ for _ in $(seq 100); do curl -fs "$URL/healthz" >/dev/null 2>&1 && break; sleep 
 curl -fs "$URL/healthz" >/dev/null || { cat "$work/serve.log" >&2; echo "bench-recipes: verdict serve did not start" >&2; exit 1; }
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-token=$(curl -fs -X POST "$URL/api/auth/signup" -H 'Content-Type: application/json' \
-	-d '{"email":"bench@example.com","password":"bench-Password-123","name":"Bench","organizationName":"Bench"}' | json 'd["token"]')
+signup=$(curl -fs -X POST "$URL/api/auth/signup" -H 'Content-Type: application/json' \
+	-d '{"email":"bench@example.com","password":"bench-Password-123","name":"Bench","organizationName":"Bench"}')
+token=$(json 'd["token"]' <<<"$signup")
+org=$(json 'd["user"]["organizationId"]' <<<"$signup")
 key=$(curl -fs -X POST "$URL/api/auth/api-keys" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
 	-d '{"name":"bench"}' | json 'd["apiKey"]')
 
 now_ms() { date +%s%3N; }
-# pw_secs LOG prints the duration Playwright's list reporter gives last: "3 passed (12.3s)".
-pw_secs() { grep -oE '\(([0-9.]+)(m|s|ms)\)' <<<"$1" | tail -n 1 | python3 -c '
-import re, sys
-m = re.match(r"\(([0-9.]+)(ms|m|s)\)", sys.stdin.read().strip())
-print("nan" if not m else float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)])'; }
+# pw_secs prints stats.duration of the Playwright JSON report on stdin, in seconds.
+pw_secs() { python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["duration"]/1000)'; }
 
-# docker_way prints "wall_s playwright_s".
+# docker_way prints "wall_s container_s playwright_s".
 docker_way() {
-	local t0 out
+	local t0 wall name=verdict-recipebench-$RANDOM
 	t0=$(now_ms)
-	out=$(docker run --rm -e CI=true -e FRAMEWORK_AGNOSTIC=true -e TASK_ID=bench -e BASE_URL=http://127.0.0.1:9 "$IMAGE" all 2>&1 || true)
-	echo "$((($(now_ms) - t0)))e-3 $(pw_secs "$out")"
+	docker run --name "$name" -e CI=true -e FRAMEWORK_AGNOSTIC=true -e TASK_ID=bench -e BASE_URL=http://127.0.0.1:9 \
+		"$IMAGE" all >/dev/null 2>&1 || true
+	wall=$(($(now_ms) - t0))
+	local cont
+	cont=$(docker inspect --format '{{.State.StartedAt}} {{.State.FinishedAt}}' "$name" | python3 -c '
+import sys, datetime
+a, b = (datetime.datetime.fromisoformat(s[:26].rstrip("Z")) for s in sys.stdin.read().split())
+print((b - a).total_seconds())')
+	echo "${wall}e-3 $cont $(docker cp "$name:/app/results/results.json" - | tar -xO | pw_secs)"
+	docker rm "$name" >/dev/null
 }
 
-# verdict_way prints "wall_s playwright_s".
+# verdict_way prints "wall_s container_s playwright_s".
 verdict_way() {
 	local t0 task status out
 	t0=$(now_ms)
@@ -78,30 +87,31 @@ verdict_way() {
 		status=$(json 'd["execution"]["status"]' <<<"$out")
 		case $status in PASSED | FAILED | UNSTABLE | ERROR | CANCELLED) break ;; esac
 	done
-	local wall=$((($(now_ms) - t0)))
+	local wall=$(($(now_ms) - t0))
 	[[ $status == FAILED ]] || { echo "bench-recipes: run $task ended $status, want FAILED (one test fails on purpose)" >&2; exit 1; }
-	echo "${wall}e-3 $(pw_secs "$(curl -fs "$URL/api/executions/$task/logs" -H "X-API-Key: $key" | json 'd["logs"]')")"
+	echo "${wall}e-3 $(json 'd["execution"]["durationMs"]/1000' <<<"$out") $(curl -fs "$URL/reports/$org/$task/results/results.json" -H "Authorization: Bearer $token" | pw_secs)"
 }
 
 echo "== load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 # A first run of each way warms the engine's caches and the image's pages; not counted.
 docker_way >/dev/null
 verdict_way >/dev/null
-d_wall=() d_pw=() v_wall=() v_pw=()
+d_wall=() d_cont=() d_pw=() v_wall=() v_cont=() v_pw=()
 for i in $(seq "$ROUNDS"); do
-	read -r w p < <(docker_way)
-	d_wall+=("$w") d_pw+=("$p")
-	read -r vw vp < <(verdict_way)
-	v_wall+=("$vw") v_pw+=("$vp")
-	printf 'round %d: docker run %.1f s (playwright %.1f s), verdict %.1f s (playwright %.1f s)\n' "$i" "$w" "$p" "$vw" "$vp"
+	read -r w c p < <(docker_way)
+	d_wall+=("$w") d_cont+=("$c") d_pw+=("$p")
+	read -r vw vc vp < <(verdict_way)
+	v_wall+=("$vw") v_cont+=("$vc") v_pw+=("$vp")
+	printf 'round %d: docker run %.1f s (container %.1f s, playwright %.1f s), verdict %.1f s (container %.1f s, playwright %.1f s)\n' \
+		"$i" "$w" "$c" "$p" "$vw" "$vc" "$vp"
 done
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-python3 - "${d_wall[*]}" "${d_pw[*]}" "${v_wall[*]}" "${v_pw[*]}" <<'PY'
+python3 - "${d_wall[*]}" "${d_cont[*]}" "${d_pw[*]}" "${v_wall[*]}" "${v_cont[*]}" "${v_pw[*]}" <<'PY'
 import statistics as st, sys
-dw, dp, vw, vp = ([float(x) for x in a.split()] for a in sys.argv[1:5])
-m = lambda xs: st.median(xs)
+dw, dc, dp, vw, vc, vp = ([float(x) for x in a.split()] for a in sys.argv[1:7])
+m = st.median
 print(f"\n{'median':<12} {'docker run s':>13} {'verdict s':>10} {'ratio':>6}")
-print(f"{'wall':<12} {m(dw):>13.1f} {m(vw):>10.1f} {m(vw)/m(dw):>6.2f}")
-print(f"{'playwright':<12} {m(dp):>13.1f} {m(vp):>10.1f} {m(vp)/m(dp):>6.2f}")
+for name, d, v in (("wall", dw, vw), ("container", dc, vc), ("playwright", dp, vp)):
+    print(f"{name:<12} {m(d):>13.1f} {m(v):>10.1f} {m(v)/m(d):>6.2f}")
 print("target: ratio <= 1.10")
 PY

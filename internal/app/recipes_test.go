@@ -127,31 +127,58 @@ func reportFile(t *testing.T, h *harness, a auth, orgID, task, path string) resp
 	return r
 }
 
+// wantResultsReport checks that the run links Verdict's results report (the framework made no
+// HTML report) and that the report shows each of texts.
+func wantResultsReport(t *testing.T, h *harness, a auth, r resp, texts ...string) {
+	t.Helper()
+	u := ""
+	arts, _ := r.get("execution", "artifacts").([]any)
+	for _, x := range arts {
+		if s, _ := x.(string); strings.HasSuffix(s, "/verdict-results/") {
+			u, _ = strings.CutPrefix(s, publicURL)
+		}
+	}
+	if u == "" {
+		t.Fatalf("no results report among the run's reports %v", arts)
+	}
+	rep := h.do("GET", u, a, nil)
+	for _, s := range texts {
+		if rep.status != 200 || !strings.Contains(rep.raw, s) {
+			t.Fatalf("the results report (%d) lacks %q:\n%.3000s", rep.status, s, rep.raw)
+		}
+	}
+}
+
 // TestRecipePytest runs the pytest recipe: Verdict's counts are pytest's own (its JUnit XML and
 // its summary line), the run FAILED with pytest's assertion comparison and the product's
 // ValueError, and the results report stands in for the HTML report pytest cannot make here.
 func TestRecipePytest(t *testing.T) {
 	needRecipe(t, pytestRecipe)
-	h := runHarness(t, "sqlite")
-	admin := h.signup("pytest-recipe@example.com", "Pytest Recipe")
-	a := bearer(admin.token)
-	want := counts{total: 6, passed: 3, failed: 2, skipped: 1}
-	task, r := recipeRun(t, h, a, pytestRecipe, "", "FAILED", want)
-	if r.get("execution", "exitCode") != 1.0 {
-		t.Fatalf("exit code %v, want pytest's 1", r.get("execution", "exitCode"))
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := runHarness(t, d)
+			admin := h.signup("pytest-recipe@example.com", "Pytest Recipe")
+			a := bearer(admin.token)
+			want := counts{total: 6, passed: 3, failed: 2, skipped: 1}
+			task, r := recipeRun(t, h, a, pytestRecipe, "", "FAILED", want)
+			if r.get("execution", "exitCode") != 1.0 {
+				t.Fatalf("exit code %v, want pytest's 1", r.get("execution", "exitCode"))
+			}
+			if own := junitCounts(t, reportFile(t, h, a, admin.orgID, task, "junit/results.xml").raw); own != want {
+				t.Fatalf("pytest's own JUnit XML counts %+v, Verdict %+v", own, want)
+			}
+			if log := h.do("GET", "/api/executions/"+task+"/logs", a, nil).str("logs"); !strings.Contains(log, "2 failed, 3 passed, 1 skipped") {
+				t.Fatalf("pytest's summary line is not in the log:\n%s", log)
+			}
+			wantErrors(t, r, map[string][]string{
+				"test_discount_is_applied":                 {"assert 1000 == 1100"},
+				"test_order_id_from_the_confirmation_mail": {"ValueError", "invalid literal for int() with base 10: 'ORD-17'"},
+			})
+			wantResultsReport(t, h, a, r, "test_order_id_from_the_confirmation_mail", "ORD-17")
+			// A folder runs only its tests.
+			recipeRun(t, h, a, pytestRecipe, "catalog", "PASSED", counts{total: 2, passed: 2})
+		})
 	}
-	if own := junitCounts(t, reportFile(t, h, a, admin.orgID, task, "junit/results.xml").raw); own != want {
-		t.Fatalf("pytest's own JUnit XML counts %+v, Verdict %+v", own, want)
-	}
-	if log := h.do("GET", "/api/executions/"+task+"/logs", a, nil).str("logs"); !strings.Contains(log, "2 failed, 3 passed, 1 skipped") {
-		t.Fatalf("pytest's summary line is not in the log:\n%s", log)
-	}
-	wantErrors(t, r, map[string][]string{
-		"test_discount_is_applied":                 {"assert 1000 == 1100"},
-		"test_order_id_from_the_confirmation_mail": {"ValueError", "invalid literal for int() with base 10: 'ORD-17'"},
-	})
-	// A folder runs only its tests.
-	recipeRun(t, h, a, pytestRecipe, "catalog", "PASSED", counts{total: 2, passed: 2})
 }
 
 // TestRecipeJUnit5 runs the JUnit 5 recipe (the console launcher): Verdict's counts are the
@@ -159,23 +186,28 @@ func TestRecipePytest(t *testing.T) {
 // test is its class, not the engine's name.
 func TestRecipeJUnit5(t *testing.T) {
 	needRecipe(t, junitRecipe)
-	h := runHarness(t, "sqlite")
-	admin := h.signup("junit-recipe@example.com", "JUnit Recipe")
-	a := bearer(admin.token)
-	want := counts{total: 6, passed: 3, failed: 2, skipped: 1}
-	task, r := recipeRun(t, h, a, junitRecipe, "", "FAILED", want)
-	if own := junitCounts(t, reportFile(t, h, a, admin.orgID, task, "junit/TEST-junit-jupiter.xml").raw); own != want {
-		t.Fatalf("the launcher's own XML counts %+v, Verdict %+v", own, want)
-	}
-	wantErrors(t, r, map[string][]string{
-		"totalWithShipping()":           {"total with shipping", "expected: <4200> but was: <4000>"},
-		"orderIdFromConfirmationMail()": {"java.lang.NumberFormatException", `For input string: "ORD-17"`, "at shop.Order.parseId"},
-	})
-	tests, _ := r.get("execution", "tests").([]any)
-	for _, x := range tests {
-		if m := x.(map[string]any); m["suite"] != "shop.OrderTest" && m["suite"] != "shop.CartTest" {
-			t.Fatalf("test %v's suite is %q, want its class", m["name"], m["suite"])
-		}
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := runHarness(t, d)
+			admin := h.signup("junit-recipe@example.com", "JUnit Recipe")
+			a := bearer(admin.token)
+			want := counts{total: 6, passed: 3, failed: 2, skipped: 1}
+			task, r := recipeRun(t, h, a, junitRecipe, "", "FAILED", want)
+			if own := junitCounts(t, reportFile(t, h, a, admin.orgID, task, "junit/TEST-junit-jupiter.xml").raw); own != want {
+				t.Fatalf("the launcher's own XML counts %+v, Verdict %+v", own, want)
+			}
+			wantErrors(t, r, map[string][]string{
+				"totalWithShipping()":           {"total with shipping", "expected: <4200> but was: <4000>"},
+				"orderIdFromConfirmationMail()": {"java.lang.NumberFormatException", `For input string: "ORD-17"`, "at shop.Order.parseId"},
+			})
+			wantResultsReport(t, h, a, r, "orderIdFromConfirmationMail()", "NumberFormatException")
+			tests, _ := r.get("execution", "tests").([]any)
+			for _, x := range tests {
+				if m := x.(map[string]any); m["suite"] != "shop.OrderTest" && m["suite"] != "shop.CartTest" {
+					t.Fatalf("test %v's suite is %q, want its class", m["name"], m["suite"])
+				}
+			}
+		})
 	}
 }
 

@@ -79,6 +79,15 @@ eval "$vars"
 if [[ -x examples/suites/build.sh ]]; then
 	examples/suites/build.sh
 fi
+# The recipes (examples/recipes: Playwright with Debian's Chromium, pytest, JUnit 5), run on the
+# engine by internal/app's recipe tests; cached like the sample images. A cold build takes
+# minutes, mostly apt-get downloading, so it goes on in the background while Verdict's image and
+# the Kubernetes cluster are made, and the Go tests wait for it; a warm one takes seconds.
+echo "+ examples/recipes/build.sh &"
+recipes_log=$(mktemp)
+examples/recipes/build.sh >"$recipes_log" 2>&1 &
+recipes_pid=$!
+trap 'kill "$recipes_pid" 2>/dev/null || true; rm -f "$recipes_log"' EXIT
 
 # Verdict's own image, built from a host binary (no registry is needed) and started on the
 # engine; compose.yaml validated.
@@ -97,6 +106,14 @@ echo "+ docker save verdict:local verdict-examples/{pass,fail,slow,sharded} | ct
 docker save verdict:local verdict-examples/pass:latest verdict-examples/fail:latest verdict-examples/slow:latest verdict-examples/sharded:latest |
 	$VERDICT_TEST_KUBE_CTR images import - >/dev/null ||
 	{ echo "test.sh: FAIL: could not load the images into the test cluster's node" >&2; exit 1; }
+
+echo "+ wait for examples/recipes/build.sh"
+if ! wait "$recipes_pid"; then
+	cat "$recipes_log" >&2
+	echo "test.sh: FAIL: the recipe images could not be built (above)" >&2
+	exit 1
+fi
+cat "$recipes_log"
 
 echo "+ go test -p 2 -count=1 -timeout 20m ./..."
 go test -p 2 -count=1 -timeout 20m ./...

@@ -24,7 +24,7 @@ engine, reaching the server over HTTP only: no database. It claims runs with
 VERDICT_RUNNER_SECRET (the server's own), runs VERDICT_RUNNER_SLOTS of them at once (2), and
 names itself VERDICT_RUNNER_NAME (the host name). The run containers' settings are the
 embedded runner's: DOCKER_HOST, VERDICT_RUN_MEMORY_MB, VERDICT_RUN_CPUS, VERDICT_RUN_PIDS,
-VERDICT_RUN_DISK_MB, VERDICT_RUN_NETWORK, VERDICT_RUN_BLOCKED_CIDRS. With
+VERDICT_RUN_SHM_MB, VERDICT_RUN_DISK_MB, VERDICT_RUN_NETWORK, VERDICT_RUN_BLOCKED_CIDRS. With
 VERDICT_BACKEND=kubernetes it runs each suite as a Job in a cluster instead (KUBECONFIG, else
 the in-cluster configuration; VERDICT_K8S_NAMESPACE, VERDICT_K8S_HELPER_IMAGE,
 VERDICT_K8S_PULL_POLICY, VERDICT_K8S_START_TIMEOUT).`

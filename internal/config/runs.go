@@ -92,6 +92,9 @@ type Engine struct {
 	RunMemoryMB int     // VERDICT_RUN_MEMORY_MB [2048]
 	RunCPUs     float64 // VERDICT_RUN_CPUS [2]
 	RunPids     int     // VERDICT_RUN_PIDS [1024]
+	// RunShmMB is a run container's /dev/shm on the Docker engine (browsers need more than the
+	// engine's 64 MB), at most the run's memory limit.
+	RunShmMB int // VERDICT_RUN_SHM_MB [1024]
 	// RunDiskMB bounds a run container's writable layer; 0 means no bound.
 	RunDiskMB int // VERDICT_RUN_DISK_MB [10240]
 	// RunNetwork is the engine network every run container joins, created by Verdict with
@@ -119,12 +122,15 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 func decodeEngine(d *decoder) Engine {
 	e := Engine{Backend: d.str("VERDICT_BACKEND", "docker"), DockerHost: d.str("DOCKER_HOST", ""),
 		RunMemoryMB: d.integer("VERDICT_RUN_MEMORY_MB", 2048), RunCPUs: d.number("VERDICT_RUN_CPUS", 2),
-		RunPids: d.integer("VERDICT_RUN_PIDS", 1024), RunDiskMB: d.integer("VERDICT_RUN_DISK_MB", 10240),
+		RunPids: d.integer("VERDICT_RUN_PIDS", 1024), RunShmMB: d.integer("VERDICT_RUN_SHM_MB", 1024), RunDiskMB: d.integer("VERDICT_RUN_DISK_MB", 10240),
 		RunNetwork: d.str("VERDICT_RUN_NETWORK", "verdict-runs"), Kubeconfig: d.str("KUBECONFIG", ""),
 		K8sNamespace: d.str("VERDICT_K8S_NAMESPACE", "default"), K8sHelperImage: d.str("VERDICT_K8S_HELPER_IMAGE", "verdict:local"),
 		K8sPullPolicy: d.str("VERDICT_K8S_PULL_POLICY", "IfNotPresent"), K8sStartTimeout: d.duration("VERDICT_K8S_START_TIMEOUT", 2*time.Minute)}
 	if e.RunMemoryMB < 64 || e.RunCPUs <= 0 || e.RunPids < 16 {
 		d.bad("VERDICT_RUN_MEMORY_MB/VERDICT_RUN_CPUS/VERDICT_RUN_PIDS", "want at least 64 MB, a positive CPU count and 16 processes")
+	}
+	if e.RunShmMB < 1 {
+		d.bad("VERDICT_RUN_SHM_MB", "want a size in MB of at least 1")
 	}
 	if e.RunDiskMB < 0 {
 		d.bad("VERDICT_RUN_DISK_MB", "want 0 (no bound) or a size in MB")

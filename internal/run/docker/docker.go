@@ -44,12 +44,20 @@ const (
 	DefaultMemoryBytes = 2 << 30 // 2 GiB
 	DefaultNanoCPUs    = 2e9     // 2 CPUs
 	DefaultPidsLimit   = 1024
+	// DefaultShmBytes is a run container's /dev/shm: browsers keep their renderers' shared
+	// memory there, and the engine's own 64 MB makes Chromium slow or crash its tabs on larger
+	// pages. It is memory like any other (tmpfs pages count against the container's memory
+	// limit), so it is at most the run's memory limit.
+	DefaultShmBytes = 1 << 30 // 1 GiB
 )
 
 // Options tune a Backend. The zero value is the safe default, but for DiskLimitBytes.
 type Options struct {
 	// Defaults for a Spec whose Resources fields are zero; zero here means the package defaults.
 	DefaultResources run.Resources
+	// ShmBytes is the size of a run container's /dev/shm, at most its memory limit; zero means
+	// DefaultShmBytes.
+	ShmBytes int64
 	// Network is the engine network run containers join, created when missing (see
 	// EnsureNetwork): "" is DefaultNetwork; "none" cuts them off (then BASE_URL cannot be
 	// reached).
@@ -155,6 +163,9 @@ func New(host string, opts Options) (*Backend, error) {
 	if opts.DefaultResources.PidsLimit <= 0 {
 		opts.DefaultResources.PidsLimit = DefaultPidsLimit
 	}
+	if opts.ShmBytes <= 0 {
+		opts.ShmBytes = DefaultShmBytes
+	}
 	b := &Backend{cli: cli, opts: opts}
 	b.sandboxes.idle, b.sandboxes.used = map[sandboxKey][]*sandbox{}, map[string]*sandbox{}
 	return b, nil
@@ -242,6 +253,7 @@ func (b *Backend) hostConfig(r run.Resources) *container.HostConfig {
 			Type:   "json-file",
 			Config: map[string]string{"max-size": logFileSize, "max-file": logFiles},
 		},
+		ShmSize: min(b.opts.ShmBytes, r.MemoryBytes),
 		Resources: container.Resources{
 			Memory:     r.MemoryBytes,
 			MemorySwap: r.MemoryBytes, // no swap on top of the memory limit

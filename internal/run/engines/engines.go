@@ -58,7 +58,7 @@ func openDocker(e config.Engine, log *slog.Logger) (run.Backend, error) {
 		blocked = []netip.Prefix{} // none; nil would be the backend's default
 	}
 	b, err := docker.New(e.DockerHost, docker.Options{DefaultResources: Resources(e), Network: e.RunNetwork,
-		BlockedNets: blocked, DiskLimitBytes: int64(e.RunDiskMB) << 20, Log: log})
+		BlockedNets: blocked, DiskLimitBytes: int64(e.RunDiskMB) << 20, ShmBytes: int64(e.RunShmMB) << 20, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -267,7 +267,15 @@ ensure_compose() {
 	command -v docker-compose >/dev/null || die "docker-compose missing after installing it"
 }
 
+# examples/recipes/build.sh installs the Playwright recipe's node_modules with npm on this host
+# (from the npm registry), then copies them into the image.
+ensure_npm() {
+	command -v npm >/dev/null || apt_install npm
+	command -v npm >/dev/null || die "npm missing after installing it"
+}
+
 ensure_net_tools
+ensure_npm
 ensure_qemu_user
 ensure_docker
 ensure_compose

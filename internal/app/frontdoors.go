@@ -55,7 +55,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		SourceControl:  w.scm,
 		Notifications:  w.notify,
 		SSO:            w.sso,
-		Custody:        custody.New(w.st),
+		Custody:        custody.New(custody.Deps{Store: w.st, Grace: cfg.Retention.EraseGrace, Clock: clock, Log: log}),
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

@@ -104,7 +104,7 @@ type OrganizationRepo interface {
 	// ErrNotFound when none is scheduled or it is due (the erase job may have begun).
 	CancelErase(ctx context.Context, id string, now time.Time) error
 	// DueErasures lists up to limit IDs of organizations whose erasure is due at now and that
-	// no erase job holds (no lease, or one ended before now), the longest due first.
+	// no erase job holds (no lease, or one ended by now), the longest due first.
 	DueErasures(ctx context.Context, now time.Time, limit int) ([]string, error)
 	// ClaimErase takes the erasure of the organization until leaseUntil in one conditional
 	// write: true for one caller, while the erasure is due and no other holds an unexpired

@@ -35,14 +35,14 @@ func (r orgRepo) CancelErase(ctx context.Context, id string, now time.Time) erro
 
 func (r orgRepo) DueErasures(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	ids, err := list(ctx, r.s, scanString, `SELECT id FROM organizations
-		WHERE erase_at IS NOT NULL AND erase_at <= ? AND (erase_lease_until IS NULL OR erase_lease_until < ?)
+		WHERE erase_at IS NOT NULL AND erase_at <= ? AND (erase_lease_until IS NULL OR erase_lease_until <= ?)
 		ORDER BY erase_at, id LIMIT ?`, millis(now), millis(now), limit)
 	return ids, err
 }
 
 func (r orgRepo) ClaimErase(ctx context.Context, id string, now, leaseUntil time.Time) (bool, error) {
 	err := r.s.execOne(ctx, `UPDATE organizations SET erase_lease_until = ?
-		WHERE id = ? AND erase_at IS NOT NULL AND erase_at <= ? AND (erase_lease_until IS NULL OR erase_lease_until < ?)`,
+		WHERE id = ? AND erase_at IS NOT NULL AND erase_at <= ? AND (erase_lease_until IS NULL OR erase_lease_until <= ?)`,
 		millis(leaseUntil), id, millis(now), millis(now))
 	if err == store.ErrNotFound {
 		return false, nil

@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -404,4 +406,81 @@ func mapsEqual(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// TestOrganizationErasureGrace: with the default 7-day grace period, an erasure is scheduled,
+// shown (eraseAt in the organization, a banner on every member's dashboard page), refuses new
+// runs with a clear 403, and its admins can cancel it (developers cannot; a second request or
+// cancel is a 409); scheduled again, nothing is erased before its time, and everything is at
+// the erase job's first pass after it.
+func TestOrganizationErasureGrace(t *testing.T) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{dialect: d, workers: true, retention: time.Hour, eraseInterval: 50 * time.Millisecond,
+				env: map[string]string{"VERDICT_RUNNER": "none"}})
+			b := h.signUpBrowser(t, "grace-admin@example.com", "Grace Co")
+			admin := account{token: b.session(), email: "grace-admin@example.com"}
+			a := bearer(admin.token)
+			dev := h.join(admin, "grace-dev@example.com", "developer")
+			devPage := h.withSession(t, dev.token)
+			slug := h.do("GET", "/api/organization", a, nil).str("organization", "slug")
+			if p := devPage.get("/runs"); strings.Contains(p.body, "scheduled for erasure") {
+				t.Fatalf("a banner before any erasure: %s", p.body)
+			}
+
+			t0 := h.clock.Now()
+			r := h.do("DELETE", "/api/organization", a, map[string]any{"confirm": slug})
+			expect(t, r, 202, "")
+			if want := t0.Add(7 * 24 * time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"); r.str("data", "eraseAt") != want {
+				t.Fatalf("eraseAt %s, want %s", r.str("data", "eraseAt"), want)
+			}
+			if got := h.do("GET", "/api/organization", bearer(dev.token), nil); got.str("organization", "eraseAt") != r.str("data", "eraseAt") {
+				t.Fatalf("the organization does not show its erasure: %s", got.raw)
+			}
+			expect(t, h.do("DELETE", "/api/organization", a, map[string]any{"confirm": slug}), 409, "Erasure already scheduled")
+			expect(t, h.do("POST", "/api/executions", bearer(dev.token), map[string]any{"image": passImage}), 403,
+				"Organization scheduled for erasure")
+			for _, path := range []string{"/runs", "/settings"} {
+				if p := devPage.get(path); !strings.Contains(p.body, "scheduled for erasure at") {
+					t.Fatalf("no banner on %s: %s", path, p.body)
+				}
+			}
+			expect(t, h.do("POST", "/api/organization/erase/cancel", bearer(dev.token), nil), 403, "Forbidden")
+
+			// Cancelled through the dashboard's form; the banner goes, runs queue again.
+			b.get("/settings")
+			b.follow("cancel", b.post("/settings/erase/cancel", nil), 200, "The organization&#39;s erasure is cancelled.")
+			expect(t, h.do("POST", "/api/organization/erase/cancel", a, nil), 409, "No erasure scheduled")
+			if p := devPage.get("/runs"); strings.Contains(p.body, "scheduled for erasure") {
+				t.Fatalf("the banner stayed after the cancel: %s", p.body)
+			}
+			expect(t, h.do("POST", "/api/executions", bearer(dev.token), map[string]any{"image": passImage}), 201, "")
+
+			// Scheduled again through the dashboard's form (the slug typed); kept to its time.
+			b.get("/settings")
+			b.follow("wrong slug", b.post("/settings/erase", url.Values{"confirm": {"grace"}}), 200, "Invalid confirmation")
+			b.get("/settings")
+			b.follow("erase", b.post("/settings/erase", url.Values{"confirm": {slug}}), 200, "will be erased at")
+			key := h.do("POST", "/api/auth/api-keys", a, map[string]any{"name": "late"})
+			expect(t, key, 201, "")
+			h.clock.Advance(7*24*time.Hour - time.Minute)
+			fresh := bearer(h.login(admin.email)) // sessions last a day: one opened just before the end
+			time.Sleep(300 * time.Millisecond)    // passes of the erase job
+			expect(t, h.do("GET", "/api/organization", fresh, nil), 200, "")
+			h.clock.Advance(2 * time.Minute)
+			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if _, err := h.app.Store.Organizations().Get(context.Background(), dev.orgID); errors.Is(err, store.ErrNotFound) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the organization was not erased at the end of its grace period")
+				}
+			}
+			for _, cred := range []auth{fresh, apiKey(key.str("apiKey"))} {
+				if got := h.do("GET", "/api/organization", cred, nil); got.status != http.StatusUnauthorized {
+					t.Fatalf("a credential of the erased organization: %d %s", got.status, got.raw)
+				}
+			}
+		})
+	}
 }

@@ -247,9 +247,7 @@ func testErasure(t *testing.T, dialect, storage string) {
 		}
 		got, _ := h.reportAccess(tn.a, tn.runs[0].task)
 		tn.link = got.link
-		for _, addr := range []string{tn.admin.email, tn.dev.email, name + "-invitee@example.com"} {
-			tn.keys.emails = append(tn.keys.emails, addr)
-		}
+		tn.keys.emails = append(tn.keys.emails, tn.admin.email, tn.dev.email, name+"-invitee@example.com")
 		return tn
 	}
 	doomed, kept := seed("doomed"), seed("kept")

@@ -239,6 +239,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/organization/sso", routeOpts{access: bearerOrKey, limit: "api"}, s.getSSO)
 	s.handle("PUT /api/organization/sso", routeOpts{access: bearer, limit: "strict"}, s.putSSO)
 	s.handle("GET /api/organization/export", routeOpts{access: bearer, limit: "strict"}, s.exportOrganization)
+	s.handle("DELETE /api/organization", routeOpts{access: bearer, limit: "strict"}, s.eraseOrganization)
+	s.handle("POST /api/organization/erase/cancel", routeOpts{access: bearer, limit: "strict"}, s.cancelErase)
 
 	s.handle("POST /api/invitations", routeOpts{access: bearer, limit: "invite"}, s.invite)
 	s.handle("POST /api/organizations/me/users/invite", routeOpts{access: bearer, limit: "invite"}, s.invite)

@@ -77,6 +77,8 @@ type Organization struct {
 	Features          domain.Features `json:"features"`
 	AllowedImages     []string        `json:"allowedImages"`
 	CreatedAt         string          `json:"createdAt,omitempty"`
+	// EraseAt is when the organization is erased, while an erasure is scheduled.
+	EraseAt *string `json:"eraseAt,omitempty"`
 }
 
 func orgView(o *domain.Organization, userCount int) Organization {
@@ -85,7 +87,7 @@ func orgView(o *domain.Organization, userCount int) Organization {
 		Limits: Limits{MaxProjects: l.MaxProjects, MaxTestRuns: l.MaxTestRuns, MaxUsers: l.MaxUsers,
 			MaxConcurrentRuns: l.MaxConcurrentRuns, MaxStorageBytes: l.MaxStorageBytes, CurrentStorageUsedBytes: o.StorageUsedBytes},
 		UserCount: userCount, UserLimit: l.MaxUsers, AIAnalysisEnabled: o.AIAnalysisEnabled, Features: o.Features,
-		AllowedImages: nonNil(o.AllowedImages), CreatedAt: ts(o.CreatedAt)}
+		AllowedImages: nonNil(o.AllowedImages), CreatedAt: ts(o.CreatedAt), EraseAt: tsPtr(o.EraseAt)}
 }
 
 // Me is GET /api/auth/me: the caller and their organization, without creation times.

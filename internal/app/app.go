@@ -24,6 +24,7 @@ import (
 	"verdict/internal/config"
 	"verdict/internal/control"
 	"verdict/internal/crypto/secretbox"
+	"verdict/internal/custody"
 	"verdict/internal/domain"
 	"verdict/internal/egress"
 	"verdict/internal/executions"
@@ -74,6 +75,8 @@ type App struct {
 
 	// retention deletes the history past each organization's retention.
 	retention *retention.Job
+	// eraser erases the organizations whose erasure is due.
+	eraser *custody.Eraser
 	// schedules fires projects' schedules (its worker runs on every replica).
 	schedules *schedules.Service
 }
@@ -95,6 +98,8 @@ type Options struct {
 	FollowBufferBytes int64
 	// RetentionInterval paces the retention job in tests (0: VERDICT_RETENTION_INTERVAL).
 	RetentionInterval time.Duration
+	// EraseInterval paces the erase job in tests (0: VERDICT_ERASE_INTERVAL).
+	EraseInterval time.Duration
 	// ScheduleClock is the schedules' clock in tests, which may run ahead of the rest (nil:
 	// Clock); ScheduleInterval their poll (0: the default).
 	ScheduleClock    domain.Clock
@@ -174,6 +179,8 @@ type wiring struct {
 	// scm is the source-control service (run plane: its post-run step and queued hook).
 	scm    *scm.Service
 	notify *notify.Service // run plane: a post-run step, and the notifications' routes
+	// endUser ends a member's sockets and event streams on every replica (services).
+	endUser func(userID string)
 }
 
 // redisPrefix namespaces this App's Redis keys and channels: Options.RedisPrefix, or "verdict:".
@@ -222,7 +229,7 @@ func (a *App) Close() {
 const historyCatchUp = time.Minute
 
 // Run runs the background workers until ctx ends: the mail sender, the lease reaper, the tests'
-// histories' catch-up, the retention job and, when embedded, the runner (after settling what an
+// histories' catch-up, the retention job, the erase job and, when embedded, the runner (after settling what an
 // earlier life of it left behind).
 func (a *App) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -234,6 +241,7 @@ func (a *App) Run(ctx context.Context) {
 	start(a.reaper.Run)
 	start(func(ctx context.Context) { a.histories.Run(ctx, historyCatchUp) })
 	start(a.retention.Run)
+	start(a.eraser.Run)
 	start(a.schedules.Run)
 	if a.runner != nil {
 		if err := a.backend.Ping(ctx); err != nil {

@@ -34,6 +34,8 @@ func (w *wiring) frontDoors(context.Context) error {
 		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
 	}
 	self, _ := os.Executable() // the CLI a CI job downloads; "" when unknown
+	// The organization's export and erasure, for the API and the dashboard.
+	keeper := custody.New(custody.Deps{Store: w.st, Grace: cfg.Retention.EraseGrace, Clock: clock, Log: log})
 	// One reporter for the API and the dashboard: one count, one log line per outage.
 	away := &outage.Reporter{Log: log, Count: a.metrics.Unavailable, Clock: clock}
 	pages := web.New(web.Deps{Outage: away, Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
@@ -41,7 +43,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
 		Notifications: w.notify,
-		SourceControl: w.scm, SSO: w.sso})
+		SourceControl: w.scm, SSO: w.sso, Custody: keeper})
 	a.API = api.New(api.Deps{
 		Identity:       ids,
 		Executions:     execs,
@@ -55,7 +57,7 @@ func (w *wiring) frontDoors(context.Context) error {
 		SourceControl:  w.scm,
 		Notifications:  w.notify,
 		SSO:            w.sso,
-		Custody:        custody.New(w.st),
+		Custody:        keeper,
 		Follow:         followers,
 		Planner:        plans,
 		Reports:        w.reports,

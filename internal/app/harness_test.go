@@ -82,6 +82,8 @@ type harnessOpts struct {
 	followBuffer int64
 	// retention paces the retention job (with workers; 0: the default 10 minutes).
 	retention time.Duration
+	// eraseInterval paces the erase job (with workers; 0: the default minute).
+	eraseInterval time.Duration
 	// scheduleClock runs the schedules on a clock of their own (nil: the harness's);
 	// scheduleInterval is their poll (with workers; 0: the default).
 	scheduleClock    func() time.Time
@@ -154,6 +156,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	opts.FollowBufferBytes = o.followBuffer
 	opts.RetentionInterval = o.retention
+	opts.EraseInterval = o.eraseInterval
 	opts.ScheduleClock, opts.ScheduleInterval = o.scheduleClock, o.scheduleInterval
 	a, err := app.New(context.Background(), cfg, logger, opts)
 	if err != nil {

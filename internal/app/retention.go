@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"verdict/internal/custody"
 	"verdict/internal/domain"
 	"verdict/internal/retention"
 )
@@ -21,5 +22,14 @@ func (w *wiring) retention(context.Context) error {
 	}
 	w.a.retention = &retention.Job{Store: w.st, Reports: w.reports, Max: w.retentionMax(), Interval: interval,
 		Clock: w.clock, Log: w.log}
+	// The erase job, beside it: on every replica, each due organization claimed by one (its
+	// lease), its runs stopped through the executions service, its subscription cancelled
+	// through billing, its members' live sessions ended on every replica.
+	eraseInterval := w.cfg.Retention.EraseInterval
+	if w.o.EraseInterval > 0 {
+		eraseInterval = w.o.EraseInterval
+	}
+	w.a.eraser = &custody.Eraser{Store: w.st, Reports: w.reports, Runs: w.execs, Subscriptions: w.bill,
+		EndSessions: w.endUser, Interval: eraseInterval, Clock: w.clock, Log: w.log}
 	return nil
 }

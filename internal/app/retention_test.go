@@ -36,10 +36,16 @@ type keptRun struct {
 	reportBytes       float64
 }
 
-func settleRun(t *testing.T, h *harness, c *peerhttp.Client, a auth, task string) keptRun {
+func settleRun(t *testing.T, h *harness, c *peerhttp.Client, a auth, task string, extra ...map[string]any) keptRun {
 	t.Helper()
 	ctx := context.Background()
-	h.queue(a, map[string]any{"image": passImage, "taskId": task})
+	body := map[string]any{"image": passImage, "taskId": task}
+	for _, m := range extra { // more of the queueing request's fields
+		for k, v := range m {
+			body[k] = v
+		}
+	}
+	h.queue(a, body)
 	w, err := c.Next(ctx, time.Minute)
 	if err != nil || w == nil || w.TaskID != task {
 		t.Fatalf("claim %s: %+v %v", task, w, err)

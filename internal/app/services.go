@@ -76,6 +76,7 @@ func (w *wiring) services(ctx context.Context) error {
 	// A member's or a key's sockets and SSE streams end on every replica (through Redis); a
 	// revoked session's on this replica, as each replica learns of it from the database.
 	endUser := func(userID string) { hub.EndUserSessions(userID); followers.End(api.UserStreams(userID)) }
+	w.endUser = endUser
 	endKey := func(keyID string) { hub.EndKeySessions(keyID); followers.End(api.KeyStreams(keyID)) }
 	endToken := func(tokenID string) { hub.EndTokenSessions(tokenID); followers.EndLocal(api.SessionStreams(tokenID)) }
 	ids := identity.New(identity.Deps{

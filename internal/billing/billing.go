@@ -210,6 +210,26 @@ func (s *Service) OpenPortal(ctx context.Context, p *identity.Principal) (string
 	return url, nil
 }
 
+// EndSubscription cancels the organization's subscription with the payment provider, for its
+// erasure: nothing of it is charged again. An organization without one has nothing to cancel.
+// With no provider configured nothing can be cancelled here: the operator is told, with the
+// subscription's ID, to cancel it in the provider's dashboard, and the erasure goes on.
+func (s *Service) EndSubscription(ctx context.Context, org *domain.Organization) error {
+	sub := org.Billing.ProviderSubscriptionID
+	if sub == nil || *sub == "" {
+		return nil
+	}
+	if !s.Configured() {
+		s.log.Warn("an erased organization's subscription could not be cancelled: no payment provider is configured; cancel it in the provider's dashboard",
+			"org", org.ID, "subscription", *sub, "customer", org.Billing.ProviderCustomerID)
+		return nil
+	}
+	if err := s.provider.CancelSubscription(ctx, *sub); err != nil {
+		return fmt.Errorf("cancelling subscription %s: %w", *sub, err)
+	}
+	return nil
+}
+
 // MaxEventsListed bounds one answer of Events.
 const MaxEventsListed = 200
 

@@ -70,6 +70,7 @@ type provider struct {
 	customers []string // the organization of each CreateCustomer
 	checkouts []billing.CheckoutRequest
 	portals   []string
+	cancelled []string // the subscription of each CancelSubscription
 	fail      error
 	customer  string // the ID CreateCustomer answers; "": cus_<org>
 }
@@ -102,6 +103,16 @@ func (p *provider) CreatePortal(_ context.Context, customer, returnURL string) (
 	defer p.mu.Unlock()
 	p.portals = append(p.portals, customer+" "+returnURL)
 	return "https://pay.test/p/" + customer, nil
+}
+
+func (p *provider) CancelSubscription(_ context.Context, subscriptionID string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.cancelled = append(p.cancelled, subscriptionID)
+	return nil
 }
 
 // event is a provider event as delivered to the webhook.

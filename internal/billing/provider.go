@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -17,6 +18,9 @@ type Provider interface {
 	CreateCustomer(ctx context.Context, orgID, name, email string) (customerID string, err error)
 	CreateCheckout(ctx context.Context, c CheckoutRequest) (url, sessionID string, err error)
 	CreatePortal(ctx context.Context, customerID, returnURL string) (url string, err error)
+	// CancelSubscription cancels a subscription at once (the organization is erased); one the
+	// provider no longer has is cancelled already: nil.
+	CancelSubscription(ctx context.Context, subscriptionID string) error
 }
 
 // CheckoutRequest is a subscription checkout for one plan's price.
@@ -70,6 +74,15 @@ func (s *Stripe) CreateCheckout(ctx context.Context, r CheckoutRequest) (string,
 		return "", "", err
 	}
 	return cs.URL, cs.ID, nil
+}
+
+func (s *Stripe) CancelSubscription(ctx context.Context, subscriptionID string) error {
+	_, err := s.c.V1Subscriptions.Cancel(ctx, subscriptionID, nil)
+	var se *stripe.Error
+	if errors.As(err, &se) && se.Code == stripe.ErrorCodeResourceMissing {
+		return nil
+	}
+	return err
 }
 
 func (s *Stripe) CreatePortal(ctx context.Context, customerID, returnURL string) (string, error) {

@@ -14,15 +14,34 @@ type Retention struct {
 	MaxRunsDays int // VERDICT_RETENTION_MAX_RUNS_DAYS [0]
 	// Interval is the time between two passes of the retention job over every organization.
 	Interval time.Duration // VERDICT_RETENTION_INTERVAL [10m]
+	// EraseGrace is the time between an admin's request to erase the organization and its
+	// erasure, during which its admins may cancel it; at most the 7 days users are promised,
+	// 0: erased at the erase job's next pass.
+	EraseGrace time.Duration // VERDICT_ERASE_GRACE [168h]
+	// EraseInterval is the time between two passes of the erase job.
+	EraseInterval time.Duration // VERDICT_ERASE_INTERVAL [1m]
 }
+
+// MaxEraseGrace is the grace period users are promised before an erasure; an operator may
+// shorten it, never lengthen it.
+const MaxEraseGrace = 7 * 24 * time.Hour
 
 // maxRetentionDays bounds the maxima: a hundred years is no bound a server needs.
 const maxRetentionDays = 36500
 
 func decodeRetention(d *decoder) Retention {
 	r := Retention{MaxLogsDays: d.integer("VERDICT_RETENTION_MAX_LOGS_DAYS", 0),
-		MaxRunsDays: d.integer("VERDICT_RETENTION_MAX_RUNS_DAYS", 0),
-		Interval:    d.duration("VERDICT_RETENTION_INTERVAL", 10*time.Minute)}
+		MaxRunsDays:   d.integer("VERDICT_RETENTION_MAX_RUNS_DAYS", 0),
+		Interval:      d.duration("VERDICT_RETENTION_INTERVAL", 10*time.Minute),
+		EraseGrace:    d.duration("VERDICT_ERASE_GRACE", MaxEraseGrace),
+		EraseInterval: d.duration("VERDICT_ERASE_INTERVAL", time.Minute)}
+	if r.EraseGrace < 0 || r.EraseGrace > MaxEraseGrace {
+		d.bad("VERDICT_ERASE_GRACE", "want 0..168h (7 days at most), got %s", r.EraseGrace)
+		r.EraseGrace = MaxEraseGrace
+	}
+	if r.EraseInterval < time.Second || r.EraseInterval > time.Hour {
+		d.bad("VERDICT_ERASE_INTERVAL", "want 1s..1h, got %s", r.EraseInterval)
+	}
 	if r.MaxLogsDays < 0 || r.MaxLogsDays > maxRetentionDays {
 		d.bad("VERDICT_RETENTION_MAX_LOGS_DAYS", "want 1..%d days, or 0 for no maximum; got %d", maxRetentionDays, r.MaxLogsDays)
 		r.MaxLogsDays = 0

@@ -1,11 +1,14 @@
 // Package custody is an organization's data in its admins' hands: the export of everything it
 // holds as documents (members without password hashes, projects, runs with their results and
 // analyses, test cases, automation plans, the audit log), read a page at a time so that memory
-// stays bounded however large the organization.
+// stays bounded however large the organization; and its erasure (erase.go), scheduled by an
+// admin at the end of a grace period and carried out by the erase job (Eraser).
 package custody
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"verdict/internal/domain"
 	"verdict/internal/identity"
@@ -34,13 +37,34 @@ type Sink interface {
 	Audit(page int, entries []domain.AuditEntry) error
 }
 
-// Service exports organizations' data.
+// Service exports organizations' data and schedules their erasure.
 type Service struct {
 	store store.Store
+	grace time.Duration
+	clock domain.Clock
+	log   *slog.Logger
+}
+
+// Deps are what the Service needs; Store is required, New fills in Clock and Log.
+type Deps struct {
+	Store store.Store
+	// Grace is the time between an admin's request to erase the organization and its erasure
+	// (the operator's VERDICT_ERASE_GRACE); 0: the erase job's next pass erases it.
+	Grace time.Duration
+	Clock domain.Clock
+	Log   *slog.Logger
 }
 
 // New builds the Service.
-func New(st store.Store) *Service { return &Service{store: st} }
+func New(d Deps) *Service {
+	if d.Clock == nil {
+		d.Clock = domain.SystemClock
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return &Service{store: d.Store, grace: d.Grace, clock: d.Clock, log: d.Log}
+}
 
 // Export hands the caller's organization's data to sink (admin only). Runs are listed a page at
 // a time and each read whole on its own; the audit log and test cases go by pages. An error of

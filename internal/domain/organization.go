@@ -103,6 +103,11 @@ type Organization struct {
 	// Retention is the organization's own retention of its runs' history; nil values keep the
 	// plan's (see EffectiveRetention).
 	Retention RetentionSetting
+	// EraseAt, when set, is when the organization is erased: an admin asked for it, and until
+	// then (the grace period) its admins may cancel it and it queues no new run.
+	// EraseRequestedBy is the admin who asked.
+	EraseAt          *time.Time
+	EraseRequestedBy string
 }
 
 // Limits returns the organization's plan limits.

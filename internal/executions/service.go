@@ -336,6 +336,9 @@ func (s *Service) admit(ctx context.Context, tx store.Store, orgID string, e *do
 	if err != nil {
 		return err
 	}
+	if org.EraseAt != nil {
+		return errErasing(org)
+	}
 	if !s.imageAllowed(e.Image, org) {
 		return errImageNotAllowed(e.Image)
 	}

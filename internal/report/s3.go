@@ -15,6 +15,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"verdict/internal/domain"
 )
 
 // S3Options locate a bucket of an S3-compatible object store.
@@ -281,6 +283,29 @@ func (s *S3Store) Delete(ctx context.Context, orgID, taskID string) (int64, erro
 		return 0, err
 	}
 	return freed, nil
+}
+
+// deleteBatch is how many keys DeleteOrganization lists before it removes them: S3 removes at
+// most 1,000 objects a request.
+const deleteBatch = 1000
+
+func (s *S3Store) DeleteOrganization(ctx context.Context, orgID string) error {
+	if !domain.ValidTaskID(orgID) {
+		return ErrInvalidID
+	}
+	keys := make([]string, 0, deleteBatch)
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: orgID + "/", Recursive: true}) {
+		if o.Err != nil {
+			return o.Err
+		}
+		if keys = append(keys, o.Key); len(keys) == deleteBatch {
+			if err := s.removeKeys(ctx, keys); err != nil {
+				return err
+			}
+			keys = keys[:0]
+		}
+	}
+	return s.removeKeys(ctx, keys)
 }
 
 // FS is the run's reports as a read-only file system, for ParseFS. Its methods take ctx.

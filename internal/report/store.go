@@ -35,6 +35,9 @@ type Store interface {
 	Size(ctx context.Context, orgID, taskID string) (int64, error)
 	// Delete removes the run's reports and returns the bytes of file content freed.
 	Delete(ctx context.Context, orgID, taskID string) (freed int64, err error)
+	// DeleteOrganization removes every report of the organization, of whatever run, and
+	// whatever is left of its folder or prefix: its erasure.
+	DeleteOrganization(ctx context.Context, orgID string) error
 }
 
 var (
@@ -342,6 +345,13 @@ func (s *FSStore) Delete(ctx context.Context, orgID, taskID string) (int64, erro
 		return 0, err
 	}
 	return freed, nil
+}
+
+func (s *FSStore) DeleteOrganization(ctx context.Context, orgID string) error {
+	if !domain.ValidTaskID(orgID) {
+		return ErrInvalidID
+	}
+	return os.RemoveAll(filepath.Join(s.dir, orgID))
 }
 
 // treeSize adds up the regular files under dir; a missing dir holds nothing.

@@ -96,6 +96,28 @@ type OrganizationRepo interface {
 	// ListAfter lists up to limit organizations whose ID sorts after afterID, in ID order:
 	// every organization, a page at a time, for the background jobs that visit them all.
 	ListAfter(ctx context.Context, afterID string, limit int) ([]domain.Organization, error)
+
+	// ScheduleErase marks the organization to be erased at at, asked by userID; ErrGuard when
+	// an erasure is scheduled already.
+	ScheduleErase(ctx context.Context, id string, at time.Time, userID string) error
+	// CancelErase clears the organization's scheduled erasure while it is not due at now;
+	// ErrNotFound when none is scheduled or it is due (the erase job may have begun).
+	CancelErase(ctx context.Context, id string, now time.Time) error
+	// DueErasures lists up to limit IDs of organizations whose erasure is due at now and that
+	// no erase job holds (no lease, or one ended by now), the longest due first.
+	DueErasures(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// ClaimErase takes the erasure of the organization until leaseUntil in one conditional
+	// write: true for one caller, while the erasure is due and no other holds an unexpired
+	// lease, so that one replica erases an organization at a time.
+	ClaimErase(ctx context.Context, id string, now, leaseUntil time.Time) (bool, error)
+	// RenewErase moves the lease of the organization's erasure to until (the holder renews it as
+	// it goes; until now releases it); ErrNotFound when the organization is gone.
+	RenewErase(ctx context.Context, id string, until time.Time) error
+	// EraseStep deletes up to limit of the organization's rows, from the first of its tables
+	// (in the order of the references between them) that still holds any, and names that table; once every other
+	// table is empty, it deletes the organization's own row (table "organizations", 1). 0: nothing of
+	// the organization is left. Each step is one statement: a short write, whatever the size.
+	EraseStep(ctx context.Context, id string, limit int) (table string, deleted int, err error)
 }
 
 // InvitationRepo stores invitations; Status is the stored one (pending/accepted/revoked).

@@ -9,6 +9,7 @@ import (
 	"verdict/internal/analysis"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
+	"verdict/internal/sso"
 )
 
 // The settings page: the organization and its model settings on /settings. Every form is for
@@ -36,6 +37,13 @@ type settingsData struct {
 	Providers []providerRow
 	// Retention is the organization's retention, nil when it could not be read.
 	Retention *identity.RetentionSettings
+	// SSO is the organization's OpenID Connect provider as admins see it (the client secret
+	// only as set or not), nil for others or when the server has no single sign-on.
+	SSO *sso.View
+	// Roles are the roles new members may get through the provider.
+	Roles []domain.Role
+	// Erasable: the server erases organizations (the danger zone is shown to admins).
+	Erasable bool
 }
 
 func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +58,14 @@ func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.Retention = ret
 	}
+	if s.sso != nil && d.Admin {
+		if v, err := s.sso.Get(r.Context(), st.p); err != nil {
+			s.log.Warn("reading single sign-on for /settings", "err", err)
+		} else {
+			d.SSO, d.Roles = v, []domain.Role{domain.RoleViewer, domain.RoleDeveloper, domain.RoleAdmin}
+		}
+	}
+	d.Erasable = s.custody != nil
 	if s.analyst != nil {
 		c, err := s.analyst.Config(r.Context(), st.p)
 		if err != nil {
@@ -133,4 +149,56 @@ func (s *Server) updateRetention(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.done(w, r, settingsPath, "Retention saved.")
+}
+
+// saveSSO saves the single sign-on form, as PUT /api/organization/sso does: the domains one a
+// line or comma-separated, the client secret kept when its field is left empty (it is never
+// shown), "required" off when unticked.
+func (s *Server) saveSSO(w http.ResponseWriter, r *http.Request) {
+	if s.sso == nil {
+		s.fail(w, r, domain.Unavailable("Single sign-on unavailable", "Single sign-on is not available on this server"))
+		return
+	}
+	issuer, clientID, role := r.PostFormValue("issuer"), r.PostFormValue("clientId"), r.PostFormValue("defaultRole")
+	domains := strings.FieldsFunc(r.PostFormValue("domains"), func(c rune) bool {
+		return c == ',' || c == '\n' || c == '\r' || c == ' ' || c == '\t'
+	})
+	required := r.PostFormValue("required") == "on"
+	in := sso.Input{Issuer: &issuer, ClientID: &clientID, Domains: &domains, DefaultRole: &role, Required: &required}
+	if secret := r.PostFormValue("clientSecret"); secret != "" {
+		in.ClientSecret = &secret
+	}
+	if _, err := s.sso.Put(r.Context(), stateOf(r).p, in); err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, "Single sign-on saved.")
+}
+
+// scheduleErase schedules the organization's erasure, as DELETE /api/organization does: the
+// organization's slug typed as confirmation.
+func (s *Server) scheduleErase(w http.ResponseWriter, r *http.Request) {
+	if s.custody == nil {
+		s.fail(w, r, domain.Unavailable("Erasure unavailable", "Erasing organizations is not available on this server"))
+		return
+	}
+	e, err := s.custody.ScheduleErase(r.Context(), stateOf(r).p, strings.TrimSpace(r.PostFormValue("confirm")))
+	if err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, "The organization will be erased at "+e.EraseAt.UTC().Format("2006-01-02 15:04 UTC")+
+		"; an admin can cancel it until then.")
+}
+
+func (s *Server) cancelErase(w http.ResponseWriter, r *http.Request) {
+	if s.custody == nil {
+		s.fail(w, r, domain.Unavailable("Erasure unavailable", "Erasing organizations is not available on this server"))
+		return
+	}
+	if err := s.custody.CancelErase(r.Context(), stateOf(r).p); err != nil {
+		s.refused(w, r, settingsPath, err)
+		return
+	}
+	s.done(w, r, settingsPath, "The organization's erasure is cancelled.")
 }

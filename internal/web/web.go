@@ -74,8 +74,10 @@ type Deps struct {
 	// project's hooks page; nil: not available.
 	SourceControl ports.SourceControl
 	// SSO is sign-in through organizations' OpenID Connect providers (/auth/sso, the sign-in
-	// page's offer); nil: not offered.
+	// page's offer, and its setting on /settings); nil: not offered.
 	SSO ports.SSO
+	// Custody schedules and cancels the organization's erasure from /settings; nil: not offered.
+	Custody ports.Custody
 	// CSRFKey signs the CSRF tokens (derived from the JWT secret by internal/app).
 	CSRFKey []byte
 	// SecureCookies marks the cookies Secure (the public URL is https).
@@ -116,6 +118,7 @@ type Server struct {
 	notify     ports.Notifications
 	scm        ports.SourceControl
 	sso        ports.SSO
+	custody    ports.Custody
 	jwt        ports.TokenVerifier
 	csrfKey    []byte
 	secure     bool
@@ -152,6 +155,7 @@ func New(d Deps) *Server {
 	s.notify = d.Notifications
 	s.scm = d.SourceControl
 	s.sso = d.SSO
+	s.custody = d.Custody
 	s.routes()
 	return s
 }
@@ -224,6 +228,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /settings/audit/export", s.signedIn(s.auditExport))
 	s.mux.HandleFunc("POST /settings/organization", s.signedIn(s.csrf(s.takes("strict", s.updateOrganization))))
 	s.mux.HandleFunc("POST /settings/retention", s.signedIn(s.csrf(s.takes("strict", s.updateRetention))))
+	s.mux.HandleFunc("POST /settings/sso", s.signedIn(s.csrf(s.takes("strict", s.saveSSO))))
+	s.mux.HandleFunc("POST /settings/erase", s.signedIn(s.csrf(s.takes("strict", s.scheduleErase))))
+	s.mux.HandleFunc("POST /settings/erase/cancel", s.signedIn(s.csrf(s.takes("strict", s.cancelErase))))
 	s.mux.HandleFunc("POST /settings/ai/model", s.signedIn(s.csrf(s.takes("strict", s.setDefaultModel))))
 	s.mux.HandleFunc("POST /settings/ai/key", s.signedIn(s.csrf(s.takes("strict", s.saveOwnKey))))
 	s.mux.HandleFunc("POST /settings/ai/remove-key", s.signedIn(s.csrf(s.takes("strict", s.removeOwnKey))))

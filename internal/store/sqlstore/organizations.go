@@ -13,16 +13,22 @@ type orgRepo struct{ s *Store }
 const orgColumns = `id, name, slug, plan, ai_analysis_enabled, features, provider_customer_id, billing,
 	storage_used_bytes, created_at, allowed_images, ai_default_model, ai_keys, retention_logs_days, retention_runs_days`
 
+// orgSelect is what reads of an organization select: its columns and its scheduled erasure,
+// which only ScheduleErase and CancelErase write.
+const orgSelect = orgColumns + `, erase_at, erase_requested_by`
+
 func scanOrg(r scanner) (*domain.Organization, error) {
 	var o domain.Organization
 	var features, billing, images, keys string
 	var customerID sql.NullString
 	var created int64
-	var logsDays, runsDays sql.NullInt64
+	var logsDays, runsDays, eraseAt sql.NullInt64
 	if err := r.Scan(&o.ID, &o.Name, &o.Slug, &o.Plan, &o.AIAnalysisEnabled, &features, &customerID, &billing,
-		&o.StorageUsedBytes, &created, &images, &o.AIDefaultModel, &keys, &logsDays, &runsDays); err != nil {
+		&o.StorageUsedBytes, &created, &images, &o.AIDefaultModel, &keys, &logsDays, &runsDays, &eraseAt,
+		&o.EraseRequestedBy); err != nil {
 		return nil, err
 	}
+	o.EraseAt = timePtr(eraseAt)
 	o.Retention = domain.RetentionSetting{LogsDays: intPtr(logsDays), RunsDays: intPtr(runsDays)}
 	if err := json.Unmarshal([]byte(keys), &o.AIKeys); err != nil {
 		return nil, err
@@ -84,16 +90,16 @@ func (r orgRepo) Create(ctx context.Context, o *domain.Organization) error {
 }
 
 func (r orgRepo) Get(ctx context.Context, id string) (*domain.Organization, error) {
-	return get(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE id = ?`, id)
+	return get(ctx, r.s, scanOrg, `SELECT `+orgSelect+` FROM organizations WHERE id = ?`, id)
 }
 
 func (r orgRepo) GetByCustomerID(ctx context.Context, providerCustomerID string) (*domain.Organization, error) {
-	return get(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE provider_customer_id = ?`,
+	return get(ctx, r.s, scanOrg, `SELECT `+orgSelect+` FROM organizations WHERE provider_customer_id = ?`,
 		providerCustomerID)
 }
 
 func (r orgRepo) FindBySlug(ctx context.Context, slug string) ([]domain.Organization, error) {
-	return list(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE slug = ? ORDER BY created_at, id`, slug)
+	return list(ctx, r.s, scanOrg, `SELECT `+orgSelect+` FROM organizations WHERE slug = ? ORDER BY created_at, id`, slug)
 }
 
 // Lock reads the row FOR UPDATE on PostgreSQL. On SQLite the transaction already holds the
@@ -173,7 +179,7 @@ func (r orgRepo) SetRetention(ctx context.Context, id string, rs domain.Retentio
 
 // ListAfter reads a page of organizations in the order of their primary key.
 func (r orgRepo) ListAfter(ctx context.Context, afterID string, limit int) ([]domain.Organization, error) {
-	return list(ctx, r.s, scanOrg, `SELECT `+orgColumns+` FROM organizations WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	return list(ctx, r.s, scanOrg, `SELECT `+orgSelect+` FROM organizations WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
 }
 
 // intPtr is a nullable integer column's value: nil for NULL.

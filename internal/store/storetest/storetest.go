@@ -21,6 +21,7 @@ type Opener func(t *testing.T) store.Store
 func Run(t *testing.T, open Opener) {
 	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
 	t.Run("Organizations", func(t *testing.T) { testOrganizations(t, open) })
+	t.Run("Erasure", func(t *testing.T) { testErasure(t, open) })
 	t.Run("Invitations", func(t *testing.T) { testInvitations(t, open) })
 	t.Run("APIKeys", func(t *testing.T) { testAPIKeys(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })

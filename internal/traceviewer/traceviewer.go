@@ -63,12 +63,13 @@ const Prefix = "/trace/"
 // ContentSecurityPolicy is sent with every viewer file. The viewer's scripts and styles are
 // its own files ('self'), and the inline script of index.html (which only explains that file://
 // is not supported) by its hash; its components set inline styles; screenshots and attachments
-// are shown from data: and blob: URLs; snapshots are frames of the viewer's own origin, served
+// are shown from data: and blob: URLs (and an empty snapshot is a data: frame, which has an
+// opaque origin); snapshots are frames of the viewer's own origin, served
 // by its service worker with their own policy (see the package comment). connect-src 'self'
 // holds for the service worker too (it is delivered with sw.bundle.js).
 var ContentSecurityPolicy = "default-src 'self'; script-src 'self'" + inlineScriptHashes() +
 	"; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self' data:; " +
-	"connect-src 'self'; frame-src 'self' blob:; worker-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; " +
+	"connect-src 'self'; frame-src 'self' blob: data:; worker-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; " +
 	"frame-ancestors 'self'"
 
 // inlineScriptHashes lists the CSP hashes of the inline scripts of the viewer's pages.

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 
 	"verdict/internal/domain"
 	"verdict/internal/report"

@@ -368,17 +368,28 @@ func (v Views) tests(e *domain.Execution, list []domain.TestResult) []RunTest {
 		if len(t.Attachments) == 0 || e.FilesExpiredAt != nil {
 			continue
 		}
-		base := v.reportOrigin + reportBase(e.OrganizationID, e.TaskID)
+		task := e.TaskID
 		if t.Shard > 0 { // a shard's reports are its container's
-			base = v.reportOrigin + reportBase(e.OrganizationID, domain.ShardTaskID(e.TaskID, t.Shard))
+			task = domain.ShardTaskID(e.TaskID, t.Shard)
 		}
 		out[i].Attachments = make([]Attachment, len(t.Attachments))
 		for j, a := range t.Attachments {
 			out[i].Attachments[j] = Attachment{Name: a.Name, ContentType: a.ContentType, Retry: a.Retry,
-				URL: base + (&url.URL{Path: a.Path}).EscapedPath()}
+				URL: v.ReportFileURL(e.OrganizationID, task, "", a.Path)}
 		}
 	}
 	return out
+}
+
+// ReportFileURL is the URL of the file relPath of the reports of the organization's task
+// (a run's, or a shard container's), on the origin that serves reports: through the report
+// link whose token is link, or its plain path when link is "".
+func (v Views) ReportFileURL(orgID, taskID, link, relPath string) string {
+	u := v.reportOrigin + reportBase(orgID, taskID)
+	if link != "" {
+		u += "~" + link + "/"
+	}
+	return u + (&url.URL{Path: relPath}).EscapedPath()
 }
 
 // RunTicket is a ticket of a run in any tracker, as the run's tickets member lists it.

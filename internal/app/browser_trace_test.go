@@ -108,7 +108,10 @@ func TestBrowserTraceViewer(t *testing.T) {
 	c := newChrome(t, h, chromedp.Flag("unsafely-treat-insecure-origin-as-secure", publicURL))
 	admin := h.signup("trace@example.com", "Trace Co")
 	a := bearer(admin.token)
-	h.finishWithReports(a, dataDir, admin.orgID, "traced", playwrightReportFiles(), nil)
+	h.finishWithReports(a, dataDir, admin.orgID, "traced", playwrightReportFiles(), []domain.TestResult{
+		{Name: "pays", Suite: "[chromium] checkout.spec.ts", Status: domain.TestFailed, Error: "Expected: 42",
+			Attachments: []domain.Attachment{{Name: "trace", ContentType: "application/zip", Path: "test-results/checkout-pays/trace.zip"}}},
+		{Name: "lists", Suite: "[chromium] checkout.spec.ts", Status: domain.TestPassed}})
 	tok := h.do("GET", "/api/executions/traced/report-token", a, nil)
 	expect(t, tok, 200, "")
 
@@ -155,6 +158,25 @@ func TestBrowserTraceViewer(t *testing.T) {
 		t.Fatalf("%d service workers with scope /trace/", n)
 	}
 	c.screenshots("trace-viewer")
+
+	// The run's page links the failed test's trace, which opens in the viewer too.
+	c.open("/login")
+	c.run(chromedp.SendKeys(chromedp.ID("email"), admin.email), chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")))
+	c.waitPath("/runs")
+	c.open("/runs/traced")
+	href := eval[string](c, `(a => a ? a.getAttribute('href') : '')(document.querySelector('tr.test-failed a.trace'))`)
+	if href != "/runs/traced/attachments/0/0" || eval[int](c, `document.querySelectorAll('tr.test-passed a.trace').length`) != 0 {
+		t.Fatalf("the failed test's trace link: %q", href)
+	}
+	c.check("run-attachments")
+	c.open(href)
+	c.waitPath("/trace/index.html")
+	c.waitText("body", "Pay now", 60*time.Second)
+	if got := eval[string](c, `new URLSearchParams(location.search).get('trace')`); !strings.HasSuffix(got, "/test-results/checkout-pays/trace.zip") ||
+		!strings.Contains(got, "/reports/"+admin.orgID+"/traced/~") {
+		t.Fatalf("the run page's trace opened %q", got)
+	}
 
 	// Another organization's member, with a link of their own run, cannot open this trace: the
 	// viewer's request for it is refused (404) and the viewer says it could not load it.

@@ -8,6 +8,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/report"
+	"verdict/internal/traceviewer"
 )
 
 // reportCookie holds a run's browsing-link token, scoped to that run's report path. It is used
@@ -190,11 +191,21 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request) {
 		writeDomainError(w, errReportExpired(e))
 		return
 	}
+	// A Playwright report's "View trace" opens the trace in Verdict's viewer (traceviewer).
+	if target, ok := traceviewer.FromReport(rel, r.URL.Query()); ok {
+		report.SetHeaders(w.Header()) // no-store, no-referrer: the target holds a report link
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return
+	}
 	if inPath {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
 	}
 	report.Serve(w, r, s.reports, orgID, taskID, rel)
 }
+
+// serveTraceViewer serves Verdict's copy of Playwright's trace viewer (package traceviewer):
+// public, trusted files, on the origin that serves reports.
+func serveTraceViewer(w http.ResponseWriter, r *http.Request) { traceviewer.ServeHTTP(w, r) }
 
 // reportsHost is the host of ReportsURL as splitOrigins compares it.
 func reportsHost(reportsURL string) string {
@@ -221,12 +232,13 @@ func hostKey(h string) string {
 // is on the reports origin when its Host header names ReportsURL's host (any case, the default
 // port written or not); every other request, whatever host it names, is on the API's origin.
 // X-Forwarded-Host is not read, so a proxy in front must pass the Host header through. The
-// reports origin answers 404 to anything but /reports/; the API's origin redirects /reports/
-// there (307, path and query kept: links issued before the setting keep working). It reports
-// whether r goes on to the routes.
+// reports origin answers 404 to anything but /reports/ and the trace viewer (/trace/, which
+// opens report links of its own origin); the API's origin redirects those there (307, path
+// and query kept: links issued before the setting keep working). It reports whether r goes on
+// to the routes.
 func (s *Server) splitOrigins(w http.ResponseWriter, r *http.Request) bool {
 	onReports := hostKey(r.Host) == s.reportsHost
-	isReport := strings.HasPrefix(r.URL.Path, "/reports/")
+	isReport := strings.HasPrefix(r.URL.Path, "/reports/") || strings.HasPrefix(r.URL.Path, traceviewer.Prefix)
 	switch {
 	case onReports && !isReport:
 		report.SetHeaders(w.Header())

@@ -299,6 +299,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/tests-structure", routeOpts{access: bearerOrKey, limit: "api"}, s.testsStructure)
 	s.handle("GET /api/metrics/{image...}", routeOpts{access: bearerOrKey, limit: "api"}, s.metrics)
 	s.handle("GET /reports/{org}/{task}/{path...}", pub, s.serveReport)
+	s.handle("GET /trace/{path...}", pub, serveTraceViewer)
 
 	s.trackerRoutes()
 	s.scheduleRoutes()

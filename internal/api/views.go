@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -284,7 +285,7 @@ type Execution struct {
 	ExecutionListItem
 	// Tests are the tests the run kept (domain.KeepTests), in report order; an event lists the
 	// first of them only (ExecutionEvent).
-	Tests []domain.TestResult `json:"tests"`
+	Tests []RunTest `json:"tests"`
 	// TestsNotKept counts the run's tests past what a run keeps: in the summary, not in Tests.
 	TestsNotKept int `json:"testsNotKept"`
 	// TestsOmitted counts the kept tests an event leaves out of Tests (0 in the REST answers,
@@ -341,6 +342,58 @@ func (x Execution) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// RunTest is a test as a run's view shows it: its result, with its attachments as links.
+type RunTest struct {
+	domain.TestResult
+	// Attachments are the files its results name, as report URLs; absent when it has none, or
+	// once the run's report files are deleted.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file a test's results name (a screenshot, video, trace...), served by the
+// report route: URL is the file's path there, absolute on the origin that serves reports, to
+// open as the run's reports open (a bearer token or API key where they are taken, else
+// through a report link: ?token= from GET /api/executions/{taskId}/report-token).
+type Attachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	URL         string `json:"url"`
+	Retry       int    `json:"retry,omitempty"`
+}
+
+// tests is list, tests of e, as the run's view shows them.
+func (v Views) tests(e *domain.Execution, list []domain.TestResult) []RunTest {
+	out := make([]RunTest, len(list))
+	for i := range list {
+		t := &list[i]
+		out[i].TestResult = *t
+		if len(t.Attachments) == 0 || e.FilesExpiredAt != nil {
+			continue
+		}
+		task := e.TaskID
+		if t.Shard > 0 { // a shard's reports are its container's
+			task = domain.ShardTaskID(e.TaskID, t.Shard)
+		}
+		out[i].Attachments = make([]Attachment, len(t.Attachments))
+		for j, a := range t.Attachments {
+			out[i].Attachments[j] = Attachment{Name: a.Name, ContentType: a.ContentType, Retry: a.Retry,
+				URL: v.ReportFileURL(e.OrganizationID, task, "", a.Path)}
+		}
+	}
+	return out
+}
+
+// ReportFileURL is the URL of the file relPath of the reports of the organization's task
+// (a run's, or a shard container's), on the origin that serves reports: through the report
+// link whose token is link, or its plain path when link is "".
+func (v Views) ReportFileURL(orgID, taskID, link, relPath string) string {
+	u := v.reportOrigin + reportBase(orgID, taskID)
+	if link != "" {
+		u += "~" + link + "/"
+	}
+	return u + (&url.URL{Path: relPath}).EscapedPath()
+}
+
 // RunTicket is a ticket of a run in any tracker, as the run's tickets member lists it.
 type RunTicket struct {
 	Provider   string `json:"provider"`   // the tracker: linear, monday, jira
@@ -378,20 +431,20 @@ const (
 // the first of its tests only (at most EventTests, EventTestBytes of JSON), failures first,
 // and TestsOmitted counting the others.
 func (v Views) ExecutionEvent(e *domain.Execution, now time.Time) Execution {
-	x := v.Execution(e, now)
-	x.Tests = domain.PickTests(x.Tests, EventTests, EventTestBytes)
+	x := v.execution(e, now, domain.PickTests(e.Tests, EventTests, EventTestBytes))
 	x.TestsOmitted = len(e.Tests) - len(x.Tests)
 	return x
 }
 
 // Execution is the full view of e at now (its duration so far while it runs).
 func (v Views) Execution(e *domain.Execution, now time.Time) Execution {
-	tests := e.Tests
-	if tests == nil {
-		tests = []domain.TestResult{}
-	}
-	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: tests, Analysis: e.Analysis,
-		TestsNotKept: max(e.Summary.Total-len(tests), 0), tickets: e.Tickets, Shards: make([]Shard, 0, len(e.Parts))}
+	return v.execution(e, now, e.Tests)
+}
+
+// execution is the full view of e at now listing tests, of e's.
+func (v Views) execution(e *domain.Execution, now time.Time, tests []domain.TestResult) Execution {
+	x := Execution{ExecutionListItem: v.ExecutionListItem(e, now), Tests: v.tests(e, tests), Analysis: e.Analysis,
+		TestsNotKept: max(e.Summary.Total-len(e.Tests), 0), tickets: e.Tickets, Shards: make([]Shard, 0, len(e.Parts))}
 	for i := range e.Parts {
 		p := &e.Parts[i]
 		sh := Shard{Index: p.ShardIndex, Retry: p.Retry, Status: p.Status, Runner: p.RunnerID, StartedAt: tsPtr(p.StartedAt),

@@ -49,7 +49,8 @@ type chrome struct {
 	shot string // the screenshots folder
 }
 
-func newChrome(t *testing.T, h *harness) *chrome {
+// newChrome starts the browser; extra are further flags of the browser's command line.
+func newChrome(t *testing.T, h *harness, extra ...chromedp.ExecAllocatorOption) *chrome {
 	t.Helper()
 	srv, err := url.Parse(h.srv.URL)
 	if err != nil {
@@ -67,6 +68,7 @@ func newChrome(t *testing.T, h *harness) *chrome {
 		// Chromium's sandbox cannot start as root; the pages it loads are this test's own.
 		opts = append(opts, chromedp.NoSandbox)
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	ctx, cancelTime := context.WithTimeout(ctx, 5*time.Minute)

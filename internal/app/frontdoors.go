@@ -33,6 +33,12 @@ func (w *wiring) frontDoors(context.Context) error {
 		}
 		return target + "?token=" + url.QueryEscape(signer.Sign(p.OrgID, e.ID, p.UserID, clock()))
 	}
+	// A test's attachment opens through a report link made at the click, for the member who
+	// clicked, on the origin that serves reports (the trace viewer beside it).
+	views := api.NewViews(cfg.Server.PublicURL, cfg.Reports.URL)
+	reportFile := func(p *identity.Principal, e *domain.Execution, relPath string) string {
+		return views.ReportFileURL(e.OrganizationID, e.TaskID, signer.SignLink(p.OrgID, e.ID, p.UserID, clock()), relPath)
+	}
 	self, _ := os.Executable() // the CLI a CI job downloads; "" when unknown
 	// The organization's export and erasure, for the API and the dashboard.
 	keeper := custody.New(custody.Deps{Store: w.st, Grace: cfg.Retention.EraseGrace, Clock: clock, Log: log})
@@ -40,7 +46,7 @@ func (w *wiring) frontDoors(context.Context) error {
 	away := &outage.Reporter{Log: log, Count: a.metrics.Unavailable, Clock: clock}
 	pages := web.New(web.Deps{Outage: away, Identity: ids, Executions: execs, Billing: bill, Analyst: analyses, JWT: jwt, Executable: self,
 		CSRFKey: deriveKey(cfg.Secrets.JWTSecret, "verdict dashboard csrf"), SecureCookies: strings.HasPrefix(cfg.Server.PublicURL, "https://"),
-		ReportLink: reportLink, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
+		ReportLink: reportLink, ReportFileLink: reportFile, SocketTickets: w.tickets, Limit: api.FormLimit(limiter, limits, cfg.Server.TrustedProxies, log), Log: log, Clock: clock,
 		TestCases: cases, Planner: plans, Trackers: trackers, Histories: a.histories, Gates: a.histories, Schedules: a.schedules,
 		Notifications: w.notify,
 		SourceControl: w.scm, SSO: w.sso, Custody: keeper})

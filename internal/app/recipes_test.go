@@ -251,13 +251,13 @@ func TestRecipePlaywright(t *testing.T) {
 	c := newChrome(t, h)
 	c.run(chromedp.Navigate(tok.str("url")))
 	// Its header counts as Playwright did (skipped tests are listed under their filter only).
-	c.waitText("the Playwright report's test list", "checkout shows the order total", "search finds a product",
+	c.waitBodyText("the Playwright report's test list", "checkout shows the order total", "search finds a product",
 		"sign-in form has email and password", "Passed3", "Failed1", "Flaky1", "Skipped1")
 	// The failed test's page, with its error and its screenshot loaded from the report's data.
 	if !eval[bool](c, `(a => a ? (a.click(), true) : false)([...document.querySelectorAll('a')].find(a => a.textContent.includes('checkout shows the order total')))`) {
 		t.Fatal("the report has no link to the failed test")
 	}
-	c.waitText("the failed test's page", "Total: 42.00 EUR", "Screenshots")
+	c.waitBodyText("the failed test's page", "Total: 42.00 EUR", "Screenshots")
 	deadline := time.Now().Add(30 * time.Second)
 	for !eval[bool](c, `[...document.images].some(i => i.complete && i.naturalWidth > 0 && /data\/.*\.png/.test(i.src))`) {
 		if time.Now().After(deadline) {
@@ -273,8 +273,8 @@ func TestRecipePlaywright(t *testing.T) {
 	}
 }
 
-// waitText waits until the page's text holds every one of texts.
-func (c *chrome) waitText(what string, texts ...string) {
+// waitBodyText waits until the page's text holds every one of texts.
+func (c *chrome) waitBodyText(what string, texts ...string) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

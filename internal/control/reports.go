@@ -103,6 +103,9 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 		}
 		for i := range tests {
 			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
+			for j := range tests[i].Attachments { // its path stays: it names a file of the reports
+				tests[i].Attachments[j].Name = mask(tests[i].Attachments[j].Name)
+			}
 		}
 		// The summary counts every test; the run keeps a bounded list of them, failures first,
 		// since every view of the run reads that list back whole.

@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"path"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -63,6 +65,27 @@ type TestResult struct {
 	// Shard is the shard (from 1) whose container ran the test, in a sharded run; 0: the run
 	// is not sharded.
 	Shard int `json:"shard,omitempty"`
+	// Attachments are the files the test's results name (screenshots, videos, traces...) that
+	// are among the run's reports (of its shard's container when Shard is set), oldest attempt
+	// first; none: nil.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file a test's results name, kept among the run's reports.
+type Attachment struct {
+	Name        string `json:"name"`        // as the results name it: "screenshot", "trace"...
+	ContentType string `json:"contentType"` // as the results say, else by the file's extension
+	// Path is the file in the run's reports: slash-separated, relative to their root (the
+	// container's /app), as the report route serves it.
+	Path string `json:"path"`
+	// Retry is the attempt that left it: 0 for the first run of the test, n for its n-th retry.
+	Retry int `json:"retry,omitempty"`
+}
+
+// IsTrace reports whether a is a Playwright trace, which opens in the trace viewer: Playwright
+// names it "trace" (a zip), and its own file name is trace.zip.
+func (a *Attachment) IsTrace() bool {
+	return strings.HasSuffix(strings.ToLower(a.Path), ".zip") && (a.Name == "trace" || path.Base(a.Path) == "trace.zip")
 }
 
 // Summary counts an execution's tests.

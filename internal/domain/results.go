@@ -83,6 +83,20 @@ func (t *TestResult) JSONSize() int {
 	if t.Error != "" {
 		n += 11 + jsonStringSize(t.Error) // ,"error":""
 	}
+	if t.Shard != 0 {
+		n += 9 + len(strconv.Itoa(t.Shard)) // ,"shard":
+	}
+	if len(t.Attachments) > 0 {
+		n += 17 + len(t.Attachments) - 1 // ,"attachments":[] and the commas between them
+		for i := range t.Attachments {
+			a := &t.Attachments[i]
+			// {"name":"","contentType":"","path":""}
+			n += 38 + jsonStringSize(a.Name) + jsonStringSize(a.ContentType) + jsonStringSize(a.Path)
+			if a.Retry != 0 {
+				n += 9 + len(strconv.Itoa(a.Retry)) // ,"retry":
+			}
+		}
+	}
 	return n
 }
 

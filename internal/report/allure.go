@@ -58,6 +58,34 @@ type allureFile struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"labels"`
+	allureStep
+}
+
+// allureStep holds the attachments of a result or of one of its steps, which nest: a source is
+// a file's name in the results folder.
+type allureStep struct {
+	Attachments []struct {
+		Name   string `json:"name"`
+		Source string `json:"source"`
+		Type   string `json:"type"`
+	} `json:"attachments"`
+	Steps []allureStep `json:"steps"`
+}
+
+// attachments appends the step's attachments, then its steps', up to maxAttachments.
+func (s *allureStep) attachments(into []domain.Attachment) []domain.Attachment {
+	for _, a := range s.Attachments {
+		if len(into) == maxAttachments {
+			return into
+		}
+		if at, ok := attachment(a.Name, a.Type, a.Source); ok {
+			into = append(into, at)
+		}
+	}
+	for i := range s.Steps {
+		into = s.Steps[i].attachments(into)
+	}
+	return into
 }
 
 // allureResult is one decoded result, its texts already bounded: ParseDir holds every result
@@ -82,7 +110,7 @@ func decodeAllure(data []byte) (allureResult, error) {
 		uuid: f.UUID, historyID: f.HistoryID, testCaseID: f.TestCaseID, fullName: f.FullName,
 		name:  boundText(cmp.Or(f.Name, f.FullName), maxTextBytes),
 		start: f.Start, stop: f.Stop,
-		attempt: attempt{status: domain.TestFailed, err: errorText(f.StatusDetails.Message)},
+		attempt: attempt{status: domain.TestFailed, err: errorText(f.StatusDetails.Message), attachments: f.attachments(nil)},
 	}
 	switch f.Status {
 	case "passed":

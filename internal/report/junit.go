@@ -25,6 +25,8 @@ import (
 //     nothing (missing, pytest's default "pytest", or an engine of the JUnit Platform console
 //     launcher: "JUnit Jupiter", "JUnit Vintage").
 //   - A JVM exception keeps its type, message and (bounded) stack trace.
+//   - A testcase's <system-out> and <system-err> may name attachments, one [[ATTACHMENT|path]]
+//     each (Jenkins' convention, which Playwright's junit reporter follows).
 //
 // The file parses whole or not at all; ErrUnrecognized when the root is not a test suite.
 func ParseJUnit(data []byte) ([]domain.TestResult, error) { return parseJUnit(data, maxTests) }
@@ -222,6 +224,13 @@ func readTestcase(dec *xmlDecoder, start xml.StartElement) (junitCase, error) {
 				if err := dec.decodeElement(&o, &t); err != nil {
 					return c, err
 				}
+			case "system-out", "system-err":
+				text, err := dec.text()
+				if err != nil {
+					return c, err
+				}
+				final.attachments = junitAttachments(text, final.attachments)
+				continue
 			default:
 				if err := dec.Skip(); err != nil {
 					return c, err
@@ -294,6 +303,31 @@ func (d *xmlDecoder) Skip() error {
 		case xml.EndElement:
 			if depth == 0 {
 				return nil
+			}
+			depth--
+		}
+	}
+}
+
+// text consumes the element just opened and returns its text (elements inside it are skipped,
+// within maxXMLDepth as Skip).
+func (d *xmlDecoder) text() (string, error) {
+	var b strings.Builder
+	for depth := 0; ; {
+		tok, err := d.Token()
+		if err != nil {
+			return "", err
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			if depth == 0 {
+				b.Write(t)
+			}
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			if depth == 0 {
+				return b.String(), nil
 			}
 			depth--
 		}

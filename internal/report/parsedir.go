@@ -34,6 +34,10 @@ import (
 // because it keeps retries. A run whose container mixes two frameworks reporting in different
 // formats is judged by one of them; its exit code still fails the run when the other failed.
 //
+// A test keeps the attachments its results name (Playwright JSON's and Allure's attachments,
+// JUnit's [[ATTACHMENT|path]]) whose file is a regular file among the run's reports, by its
+// path there (AttachmentPath): never one outside them.
+//
 // The walk never leaves root and never follows a symbolic link. Files, bytes, depth and tests
 // are bounded. The error reports the files that could not be read or parsed and any bound
 // that was reached (errors.Is(err, ErrLimit)); the results are still the ones that were read,
@@ -53,7 +57,7 @@ func ParseDir(root string) ([]domain.TestResult, error) {
 // ParseFS is ParseDir over a file system: the run's reports as a Store other than FSStore
 // presents them (S3Store.FS). Its rules and bounds are ParseDir's.
 func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
-	p := dirParser{fsys: fsys, seen: map[[sha256.Size]byte]bool{}}
+	p := dirParser{fsys: fsys, seen: map[[sha256.Size]byte]bool{}, files: newFileSet()}
 	if err := fs.WalkDir(p.fsys, ".", p.visit); err != nil && !errors.Is(err, ErrLimit) {
 		p.note(".", err)
 	}
@@ -72,6 +76,7 @@ func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
 	default:
 		tests = p.junit
 	}
+	keepFound(tests, p.files)
 	return tests, p.err()
 }
 
@@ -90,6 +95,7 @@ type dirParser struct {
 	allure     []allureResult
 	problems   []error
 	dropped    int
+	files      fileSet // the regular files met, which attachments must name
 }
 
 const maxProblems = 10 // notes kept in ParseDir's error; the rest are counted
@@ -125,9 +131,13 @@ func (p *dirParser) visit(name string, d fs.DirEntry, err error) error {
 		}
 		return nil
 	}
+	if !d.Type().IsRegular() {
+		return nil // symbolic links included: never followed, nor named by an attachment
+	}
+	p.files.add(name)
 	kind := kindOf(name)
-	if kind == "" || !d.Type().IsRegular() {
-		return nil // symbolic links included: never followed
+	if kind == "" {
+		return nil
 	}
 	data, err := p.read(name)
 	if err != nil {
@@ -137,7 +147,7 @@ func (p *dirParser) visit(name string, d fs.DirEntry, err error) error {
 	if data == nil {
 		return nil
 	}
-	switch err := p.parse(kind, data); {
+	switch err := p.parse(name, kind, data); {
 	case errors.Is(err, ErrLimit):
 		p.note(name, err)
 		return ErrLimit
@@ -196,7 +206,9 @@ func (p *dirParser) read(name string) ([]byte, error) {
 	return data, nil
 }
 
-func (p *dirParser) parse(kind string, data []byte) error {
+// parse reads the result file name, of kind, and resolves the attachments its tests name
+// against its folder.
+func (p *dirParser) parse(name, kind string, data []byte) error {
 	left := maxTests - p.tests
 	var (
 		tests []domain.TestResult
@@ -205,6 +217,7 @@ func (p *dirParser) parse(kind string, data []byte) error {
 	switch kind {
 	case "junit": // or TestNG's or NUnit's, by their root element
 		tests, err = parseJUnit(data, left)
+		resolveAttachments(name, tests)
 		p.junit = append(p.junit, tests...)
 		if errors.Is(err, ErrUnrecognized) {
 			tests, err = parseTestNG(data, left)
@@ -225,6 +238,7 @@ func (p *dirParser) parse(kind string, data []byte) error {
 		if err != nil {
 			return err
 		}
+		r.attempt.attachments = resolvedOnly(name, r.attempt.attachments)
 		p.allure = append(p.allure, r)
 		p.tests++
 		return nil
@@ -233,6 +247,7 @@ func (p *dirParser) parse(kind string, data []byte) error {
 			return ErrUnrecognized
 		}
 		tests, err = parsePlaywright(data, left)
+		resolveAttachments(name, tests)
 		p.playwright = append(p.playwright, tests...)
 	}
 	p.tests += len(tests)

@@ -50,10 +50,19 @@ type pwTest struct {
 }
 
 type pwResult struct {
-	Status   string    `json:"status"`
-	Duration float64   `json:"duration"`
-	Error    *pwError  `json:"error"`
-	Errors   []pwError `json:"errors"`
+	Status      string         `json:"status"`
+	Duration    float64        `json:"duration"`
+	Error       *pwError       `json:"error"`
+	Errors      []pwError      `json:"errors"`
+	Attachments []pwAttachment `json:"attachments"`
+}
+
+// pwAttachment is an attachment of a result: a file (path, absolute in the container) or an
+// inline body, which is not kept.
+type pwAttachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	Path        string `json:"path"`
 }
 
 type pwError struct {
@@ -126,6 +135,11 @@ func (t pwTest) result(name, suite string) domain.TestResult {
 	attempts := make([]attempt, len(t.Results))
 	for i, res := range t.Results {
 		a := attempt{status: domain.TestFailed, durationMs: millis(res.Duration), err: res.message()}
+		for _, f := range res.Attachments {
+			if at, ok := attachment(f.Name, f.ContentType, f.Path); ok && len(a.attachments) < maxAttachments {
+				a.attachments = append(a.attachments, at)
+			}
+		}
 		switch res.Status {
 		case "skipped":
 			a.status = domain.TestSkipped

@@ -37,17 +37,21 @@ var (
 	ErrLimit = errors.New("report: input exceeds the parser's limits")
 )
 
-// attempt is one execution of a test; status is passed, failed or skipped.
+// attempt is one execution of a test; status is passed, failed or skipped. attachments are the
+// files it names (paths as its result file writes them, until ParseDir resolves them).
 type attempt struct {
-	status     domain.TestStatus
-	durationMs int64
-	err        string
+	status      domain.TestStatus
+	durationMs  int64
+	err         string
+	attachments []domain.Attachment
 }
 
 // settle turns a test's attempts, oldest first, into its result: the last attempt decides,
 // a pass after a failed attempt is flaky, and every attempt after the first is a retry. The
 // duration is the last attempt's. The error is the deciding failure's, or for a flaky test
-// the last failed attempt's, which is what a reader of a flaky test wants to see.
+// the last failed attempt's, which is what a reader of a flaky test wants to see. The
+// attachments are every attempt's, oldest first, each with its attempt (Retry), at most
+// maxAttachments.
 func settle(name, suite string, attempts []attempt) domain.TestResult {
 	r := domain.TestResult{Name: boundText(name, maxTextBytes), Suite: boundText(suite, maxTextBytes), Status: domain.TestSkipped}
 	if len(attempts) == 0 {
@@ -55,6 +59,15 @@ func settle(name, suite string, attempts []attempt) domain.TestResult {
 	}
 	last := attempts[len(attempts)-1]
 	r.Status, r.DurationMs, r.Retries = last.status, last.durationMs, len(attempts)-1
+	for i, a := range attempts {
+		for _, f := range a.attachments {
+			if len(r.Attachments) == maxAttachments {
+				break
+			}
+			f.Retry = i
+			r.Attachments = append(r.Attachments, f)
+		}
+	}
 	switch last.status {
 	case domain.TestFailed, domain.TestSkipped: // a skipped test's reason
 		r.Error = last.err

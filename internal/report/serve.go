@@ -33,9 +33,9 @@ import (
 //     are readable when served through a report link, which answers them with
 //     Access-Control-Allow-Origin: * (internal/api serveReport); by bearer token they are not.
 //     (Checked with a test page doing both, not with a full Allure report.) `allure generate
-//     --single-file` inlines its data and needs none of this. The trace viewer needs a service
-//     worker, which an opaque origin cannot register: traces download (allow-downloads) for
-//     `npx playwright show-trace` or trace.playwright.dev.
+//     --single-file` inlines its data and needs none of this. The trace viewer the report carries
+//     needs a service worker, which an opaque origin cannot register: its "View trace" link is
+//     sent to Verdict's own viewer instead (package traceviewer, internal/api serveReport).
 //   - A sandboxed page's requests for its own files (screenshots, scripts) carry no cookie:
 //     seen with SameSite=Lax and with SameSite=None; Secure alike, the page's origin being
 //     opaque. Access to those files therefore travels in the URL: a report link puts its token

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -56,7 +57,7 @@ func TestParseTRX(t *testing.T) {
 		t.Fatalf("%d tests, want %d: %+v", len(got), len(want), got)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("test %d:\n got %+v\nwant %+v", i, got[i], want[i])
 		}
 	}

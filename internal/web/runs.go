@@ -365,6 +365,8 @@ type runData struct {
 	Project  string
 	Duration string
 	Tests    []domain.TestResult // one page of the kept tests, failures first
+	// Attachments are the links of Tests' attachments, in the same order.
+	Attachments [][]attachmentLink
 	// TestIDs are the tracked tests of Tests, in the same order ("" for one not recorded yet):
 	// their names link to their histories.
 	TestIDs   []string
@@ -606,6 +608,7 @@ func (s *Server) pageTests(d *runData, page string) {
 	from, to := (n-1)*runTestsPage, min(n*runTestsPage, len(e.Tests))
 	for _, i := range order[from:to] {
 		d.Tests = append(d.Tests, e.Tests[i])
+		d.Attachments = append(d.Attachments, s.attachmentLinks(e, int(i)))
 	}
 	if len(d.Tests) > 0 {
 		d.TestsFrom, d.TestsTo = from+1, to

@@ -90,6 +90,10 @@ type Deps struct {
 	// ReportLink is a link to a run's main report that opens it for p (carrying a short-lived
 	// report token), "" for none; nil: no report links.
 	ReportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	// ReportFileLink is the absolute URL of the file relPath of e's reports (e: the run, or the
+	// shard container whose reports hold it) through a report link made for p now (a token in
+	// the path, valid 2 hours); nil: attachments are listed without links.
+	ReportFileLink func(p *identity.Principal, e *domain.Execution, relPath string) string
 	// Executable is the path of the running verdict binary, served at GET /downloads/verdict
 	// (the CLI, for the server's own OS and architecture); "": not served.
 	Executable string
@@ -123,6 +127,7 @@ type Server struct {
 	csrfKey    []byte
 	secure     bool
 	reportLink func(ctx context.Context, p *identity.Principal, e *domain.Execution) string
+	reportFile func(p *identity.Principal, e *domain.Execution, relPath string) string
 	executable string
 	limit      func(r *http.Request, bucket string, p *identity.Principal) error
 	tickets    *SocketTickets
@@ -147,7 +152,7 @@ func New(d Deps) *Server {
 		d.Outage = &outage.Reporter{Log: d.Log}
 	}
 	s := &Server{identity: d.Identity, executions: d.Executions, billing: d.Billing, analyst: d.Analyst, jwt: d.JWT, csrfKey: d.CSRFKey,
-		secure: d.SecureCookies, reportLink: d.ReportLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, outage: d.Outage, log: d.Log, clock: d.Clock,
+		secure: d.SecureCookies, reportLink: d.ReportLink, reportFile: d.ReportFileLink, executable: d.Executable, limit: d.Limit, tickets: d.SocketTickets, outage: d.Outage, log: d.Log, clock: d.Clock,
 		pages: parsePages(), mux: http.NewServeMux()}
 	s.testCases, s.planner, s.trackers, s.histories = d.TestCases, d.Planner, d.Trackers, d.Histories
 	s.gates = d.Gates
@@ -181,6 +186,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs", s.signedIn(s.runs))
 	s.mux.HandleFunc("GET /runs/{taskId}", s.signedIn(s.run))
 	s.mux.HandleFunc("GET /runs/{taskId}/log", s.signedIn(s.runLog))
+	s.mux.HandleFunc("GET /runs/{taskId}/attachments/{test}/{n}", s.signedIn(s.openAttachment))
 	s.mux.HandleFunc("POST /runs", s.signedIn(s.csrf(s.takes("executions", s.queueRun))))
 	s.mux.HandleFunc("GET /runs/folders", s.signedIn(s.folders))
 	s.mux.HandleFunc("POST /runs/{taskId}/cancel", s.signedIn(s.csrf(s.takes("executions", s.cancelRun))))

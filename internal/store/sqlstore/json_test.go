@@ -67,6 +67,13 @@ func FuzzPlainTests(f *testing.F) {
 		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":99999999999999999999}]`,
 		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0},]`,
 		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0}] `,
+		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0,"shard":2}]`,
+		`[{"name":"a","suite":"","status":"passed","durationMs":1,"retries":0,"shard":-2}]`,
+		`[{"name":"a","suite":"","status":"failed","durationMs":1,"retries":1,"attachments":[{"name":"trace","contentType":"application/zip","path":"test-results/a/trace.zip"},{"name":"trace","contentType":"application/zip","path":"b/trace.zip","retry":1}]}]`,
+		`[{"name":"a","suite":"","status":"failed","durationMs":1,"retries":1,"shard":3,"attachments":[{"name":"s","contentType":"","path":"p"}]},{"name":"b","suite":"","status":"passed","durationMs":1,"retries":0}]`,
+		`[{"name":"a","suite":"","status":"failed","durationMs":1,"retries":1,"attachments":[]}]`,
+		`[{"name":"a","suite":"","status":"failed","durationMs":1,"retries":1,"attachments":[{"name":"s","contentType":"","path":"p"},]}]`,
+		`[{"name":"a","suite":"","status":"failed","durationMs":1,"retries":1,"attachments":[{"name":"s","contentType":"","path":"p","retry":01}]}]`,
 		"[{\"name\":\"\xff\",\"suite\":\"\",\"status\":\"passed\",\"durationMs\":1,\"retries\":0}]"} {
 		f.Add(s)
 	}
@@ -88,7 +95,10 @@ func FuzzPlainTests(f *testing.F) {
 // Tests as json.Marshal writes them take the plain path.
 func TestPlainTestsTakesWrittenTests(t *testing.T) {
 	tests := []domain.TestResult{{Name: "pays", Suite: "cart", Status: domain.TestFailed, DurationMs: 120,
-		Error: "expected 200, got 500", Retries: 2}, {Name: "opens", Status: domain.TestPassed}}
+		Error: "expected 200, got 500", Retries: 2}, {Name: "opens", Status: domain.TestPassed},
+		{Name: "traced", Status: domain.TestFlaky, Retries: 1, Shard: 2, Attachments: []domain.Attachment{
+			{Name: "trace", ContentType: "application/zip", Path: "test-results/traced/trace.zip"},
+			{Name: "screenshot", ContentType: "image/png", Path: "test-results/traced-retry1/shot.png", Retry: 1}}}}
 	j, _ := json.Marshal(tests)
 	got, ok := plainTests(string(j))
 	if !ok || !reflect.DeepEqual(got, tests) {
@@ -179,6 +189,46 @@ func BenchmarkRecentPoints(b *testing.B) {
 			j, _ := json.Marshal(pts)
 			var back []domain.TestPoint
 			if err := json.Unmarshal(j, &back); err != nil || len(back) != 20 || string(j) != text {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeTests decodes a run's 1000 kept tests, a third of them failed with a
+// screenshot and a trace per attempt, through decodeJSON (the plain path) and encoding/json.
+func BenchmarkDecodeTests(b *testing.B) {
+	tests := make([]domain.TestResult, 1000)
+	for i := range tests {
+		tests[i] = domain.TestResult{Name: fmt.Sprintf("test %d pays the cart", i), Suite: "[chromium] checkout.spec.ts › Checkout",
+			Status: domain.TestPassed, DurationMs: int64(i * 7), Retries: 0}
+		if i%3 == 0 {
+			tests[i].Status, tests[i].Error, tests[i].Retries = domain.TestFailed, "Expected: 42 Received: 41", 1
+			for r := range 2 {
+				dir := fmt.Sprintf("test-results/checkout-test-%d-chromium-retry%d/", i, r)
+				tests[i].Attachments = append(tests[i].Attachments,
+					domain.Attachment{Name: "screenshot", ContentType: "image/png", Path: dir + "test-failed-1.png", Retry: r},
+					domain.Attachment{Name: "trace", ContentType: "application/zip", Path: dir + "trace.zip", Retry: r})
+			}
+		}
+	}
+	j, err := json.Marshal(tests)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := string(j)
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			var got []domain.TestResult
+			if err := decodeJSON(text, &got); err != nil || len(got) != len(tests) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var got []domain.TestResult
+			if err := json.Unmarshal(j, &got); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -215,7 +215,7 @@ func plainSummary(text string) (domain.Summary, bool) {
 }
 
 // plainTests decodes a run's tests as json.Marshal writes them (each TestResult's fields in
-// order, "error" only when not empty, no string needing an escape, counts without a sign or a
+// order, "error", "shard" and "attachments" only when set, no string needing an escape, counts without a sign or a
 // leading zero): the overview reads thousands of runs' tests, which encoding/json decodes
 // several times slower. Anything else is left to the decoder: false.
 func plainTests(text string) ([]domain.TestResult, bool) {
@@ -259,6 +259,16 @@ func plainTests(text string) ([]domain.TestResult, bool) {
 			return nil, false
 		}
 		t.Retries = int(retries)
+		if strings.HasPrefix(rest, `,"shard":`) {
+			var shard int64
+			if shard, rest, ok = plainInt(rest, `,"shard":`); !ok || int64(int(shard)) != shard {
+				return nil, false
+			}
+			t.Shard = int(shard)
+		}
+		if t.Attachments, rest, ok = plainAttachments(rest); !ok {
+			return nil, false
+		}
 		out = append(out, t)
 		switch {
 		case rest == "}]":
@@ -267,6 +277,45 @@ func plainTests(text string) ([]domain.TestResult, bool) {
 			rest = rest[2:]
 		default:
 			return nil, false
+		}
+	}
+}
+
+// plainAttachments cuts a test's attachments, when text starts with them, as json.Marshal
+// writes them (at least one).
+func plainAttachments(text string) ([]domain.Attachment, string, bool) {
+	rest, ok := strings.CutPrefix(text, `,"attachments":[`)
+	if !ok {
+		return nil, text, true
+	}
+	var out []domain.Attachment
+	for {
+		var a domain.Attachment
+		if a.Name, rest, ok = plainString(rest, `{"name":"`); !ok {
+			return nil, text, false
+		}
+		if a.ContentType, rest, ok = plainString(rest, `,"contentType":"`); !ok {
+			return nil, text, false
+		}
+		if a.Path, rest, ok = plainString(rest, `,"path":"`); !ok {
+			return nil, text, false
+		}
+		if strings.HasPrefix(rest, `,"retry":`) {
+			var retry int64
+			if retry, rest, ok = plainInt(rest, `,"retry":`); !ok || int64(int(retry)) != retry {
+				return nil, text, false
+			}
+			a.Retry = int(retry)
+		}
+		if rest, ok = strings.CutPrefix(rest, "}"); !ok {
+			return nil, text, false
+		}
+		out = append(out, a)
+		if rest, ok = strings.CutPrefix(rest, "]"); ok {
+			return out, rest, true
+		}
+		if rest, ok = strings.CutPrefix(rest, ","); !ok {
+			return nil, text, false
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"verdict/internal/billing"
 	"verdict/internal/domain"
@@ -97,9 +98,13 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 			f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
 			return f, nil
 		}
-		tests, err := p.parseReports(ctx, e)
+		read, err := p.parseReports(ctx, e)
+		tests := read.Tests
 		if err != nil {
 			f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
+		}
+		if len(read.Files) > 0 {
+			f.Notes = append(f.Notes, mask(readNote(read)))
 		}
 		for i := range tests {
 			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
@@ -143,15 +148,26 @@ func (p *peer) keepResultsReport(ctx context.Context, e *domain.Execution, tests
 }
 
 // parseReports reads the test results in the run's stored reports.
-func (p *peer) parseReports(ctx context.Context, e *domain.Execution) ([]domain.TestResult, error) {
+func (p *peer) parseReports(ctx context.Context, e *domain.Execution) (report.Results, error) {
 	if p.ReportFS == nil {
-		return report.ParseDir(p.ReportDir(e.OrganizationID, e.TaskID))
+		return report.ReadDir(p.ReportDir(e.OrganizationID, e.TaskID))
 	}
 	fsys, err := p.ReportFS(ctx, e.OrganizationID, e.TaskID)
 	if err != nil {
-		return nil, err
+		return report.Results{}, err
 	}
-	return report.ParseFS(fsys)
+	return report.ReadFS(fsys)
+}
+
+// readNote says which result files a run's tests were read from: the format that answered and
+// its first files (paths in the run's reports).
+func readNote(r report.Results) string {
+	const shown = 5
+	files := strings.Join(r.Files[:min(len(r.Files), shown)], ", ")
+	if more := len(r.Files) - shown; more > 0 {
+		files += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("test results read from %s: %s", r.Format, files)
 }
 
 // dropReports removes what was kept of the run's reports when together they would pass the

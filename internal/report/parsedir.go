@@ -43,41 +43,62 @@ import (
 // that was reached (errors.Is(err, ErrLimit)); the results are still the ones that were read,
 // so a caller keeps them and records the error as a note. A missing root has no results.
 func ParseDir(root string) ([]domain.TestResult, error) {
-	r, err := os.OpenRoot(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return ParseFS(r.FS())
+	r, err := ReadDir(root)
+	return r.Tests, err
 }
 
 // ParseFS is ParseDir over a file system: the run's reports as a Store other than FSStore
 // presents them (S3Store.FS). Its rules and bounds are ParseDir's.
 func ParseFS(fsys fs.FS) ([]domain.TestResult, error) {
-	p := dirParser{fsys: fsys, seen: map[[sha256.Size]byte]bool{}, files: newFileSet()}
+	r, err := ReadFS(fsys)
+	return r.Tests, err
+}
+
+// Results are what ReadDir read: the tests, the format that answered for them, and the files
+// of that format they came from, in the order they were read (what a run says it read).
+type Results struct {
+	Tests  []domain.TestResult
+	Format string // "Playwright JSON", "Allure", "TestNG", "NUnit 3", "JUnit XML", "TRX"; "" for none
+	Files  []string
+}
+
+// ReadDir is ParseDir, with the format and files that answered.
+func ReadDir(root string) (Results, error) {
+	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Results{}, nil
+	}
+	if err != nil {
+		return Results{}, err
+	}
+	defer r.Close()
+	return ReadFS(r.FS())
+}
+
+// ReadFS is ParseFS, with the format and files that answered.
+func ReadFS(fsys fs.FS) (Results, error) {
+	p := dirParser{fsys: fsys, seen: map[[sha256.Size]byte]bool{}, files: newFileSet(), answered: map[string][]string{}}
 	if err := fs.WalkDir(p.fsys, ".", p.visit); err != nil && !errors.Is(err, ErrLimit) {
 		p.note(".", err)
 	}
-	var tests []domain.TestResult
+	var r Results
 	switch {
 	case len(p.playwright) > 0:
-		tests = p.playwright
+		r.Tests, r.Format = p.playwright, "Playwright JSON"
 	case len(p.allure) > 0:
-		tests = mergeAllure(p.allure)
+		r.Tests, r.Format = mergeAllure(p.allure), "Allure"
 	case len(p.testng) > 0:
-		tests = p.testng
+		r.Tests, r.Format = p.testng, "TestNG"
 	case len(p.nunit) > 0:
-		tests = p.nunit
+		r.Tests, r.Format = p.nunit, "NUnit 3"
 	case len(p.junit) == 0 && len(p.trx) > 0:
-		tests = p.trx
-	default:
-		tests = p.junit
+		r.Tests, r.Format = p.trx, "TRX"
+	case len(p.junit) > 0:
+		r.Tests, r.Format = p.junit, "JUnit XML"
 	}
-	keepFound(tests, p.files)
-	return tests, p.err()
+	r.Files = p.answered[r.Format]
+	keepFound(r.Tests, p.files)
+	return r, p.err()
 }
 
 // dirParser holds one ParseDir's progress.
@@ -95,7 +116,8 @@ type dirParser struct {
 	allure     []allureResult
 	problems   []error
 	dropped    int
-	files      fileSet // the regular files met, which attachments must name
+	files      fileSet             // the regular files met, which attachments must name
+	answered   map[string][]string // by format (Results.Format): the files that held its tests
 }
 
 const maxProblems = 10 // notes kept in ParseDir's error; the rest are counted
@@ -214,22 +236,23 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 		tests []domain.TestResult
 		err   error
 	)
+	format := ""
 	switch kind {
 	case "junit": // or TestNG's or NUnit's, by their root element
 		tests, err = parseJUnit(data, left)
 		resolveAttachments(name, tests)
-		p.junit = append(p.junit, tests...)
+		p.junit, format = append(p.junit, tests...), "JUnit XML"
 		if errors.Is(err, ErrUnrecognized) {
 			tests, err = parseTestNG(data, left)
-			p.testng = append(p.testng, tests...)
+			p.testng, format = append(p.testng, tests...), "TestNG"
 		}
 		if errors.Is(err, ErrUnrecognized) {
 			tests, err = parseNUnit(data, left)
-			p.nunit = append(p.nunit, tests...)
+			p.nunit, format = append(p.nunit, tests...), "NUnit 3"
 		}
 	case "trx":
 		tests, err = parseTRX(data, left)
-		p.trx = append(p.trx, tests...)
+		p.trx, format = append(p.trx, tests...), "TRX"
 	case "allure":
 		if left == 0 {
 			return fmt.Errorf("%w: more than %d test results", ErrLimit, maxTests)
@@ -241,6 +264,7 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 		r.attempt.attachments = resolvedOnly(name, r.attempt.attachments)
 		p.allure = append(p.allure, r)
 		p.tests++
+		p.answered["Allure"] = append(p.answered["Allure"], name)
 		return nil
 	case "playwright":
 		if !looksLikePlaywright(data) {
@@ -248,7 +272,10 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 		}
 		tests, err = parsePlaywright(data, left)
 		resolveAttachments(name, tests)
-		p.playwright = append(p.playwright, tests...)
+		p.playwright, format = append(p.playwright, tests...), "Playwright JSON"
+	}
+	if len(tests) > 0 {
+		p.answered[format] = append(p.answered[format], name)
 	}
 	p.tests += len(tests)
 	return err

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"testing/fstest"
 
@@ -75,13 +76,19 @@ func TestParseFSPrefersTheFrameworksOwnFile(t *testing.T) {
 			"results/TestResult.xml": {Data: readTestdata(t, "nunit/TestResult.xml")},
 		},
 	} {
-		got, err := ParseFS(fsys)
+		got, err := ReadFS(fsys)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]int{"testng": 5, "nunit": 6}[name]
-		if len(got) != want {
-			t.Errorf("%s: %d tests, want the %d of its own file", name, len(got), want)
+		if len(got.Tests) != want {
+			t.Errorf("%s: %d tests, want the %d of its own file", name, len(got.Tests), want)
+		}
+		// The run says what it read: the format that answered and its files.
+		wantRead := map[string]string{"testng": "TestNG [target/surefire-reports/testng-results.xml]",
+			"nunit": "NUnit 3 [results/TestResult.xml]"}[name]
+		if read := fmt.Sprint(got.Format, " ", got.Files); read != wantRead {
+			t.Errorf("%s: read %s, want %s", name, read, wantRead)
 		}
 	}
 }

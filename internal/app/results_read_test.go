@@ -1,0 +1,29 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunSaysWhichResultsItRead: a run whose suite wrote JUnit XML into two report folders
+// says in its notes which format answered and which files its tests came from.
+func TestRunSaysWhichResultsItRead(t *testing.T) {
+	h := runHarness(t, "sqlite")
+	admin := h.signup("results-read@example.com", "Results Read Co")
+	a := bearer(admin.token)
+	task := h.queue(a, map[string]any{"image": pyImage, "command": `python3 -c 'import os; ` +
+		`os.makedirs("/app/junit"); os.makedirs("/app/results"); ` +
+		`open("/app/junit/unit.xml", "w").write("<testsuite name=\"s\"><testcase classname=\"c\" name=\"ok\"/></testsuite>"); ` +
+		`open("/app/results/api.xml", "w").write("<testsuite name=\"t\"><testcase classname=\"d\" name=\"ok2\"/></testsuite>")'`})
+	r := h.waitFor(a, task, 90*time.Second, final)
+	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 2.0 {
+		t.Fatalf("run: %s", r.raw)
+	}
+	notes := fmt.Sprint(r.get("execution", "notes"))
+	if !strings.Contains(notes, "test results read from JUnit XML: ") || !strings.Contains(notes, "junit/unit.xml") ||
+		!strings.Contains(notes, "results/api.xml") {
+		t.Fatalf("notes %s do not say which result files were read", notes)
+	}
+}

@@ -71,14 +71,12 @@ func TestReplicasSeeEachOthersRunWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var runs []*domain.Execution
 	for i := range 3 {
 		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: fmt.Sprint("t", i), Image: "suite:1",
 			Folder: "all", TimeoutSeconds: 60, Status: domain.ExecPending, QueuedAt: at.Add(time.Duration(i) * time.Second)}
 		if err := one.Executions().Create(ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		runs = append(runs, e)
 	}
 	f := store.ExecutionFilter{Limit: 25}
 	statusOn := func(s *Store, taskID string) domain.ExecStatus {

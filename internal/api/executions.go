@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"verdict/internal/domain"
 	"verdict/internal/executions"
+	"verdict/internal/junitxml"
 	"verdict/internal/report"
 	"verdict/internal/store"
 )
@@ -227,6 +229,29 @@ func (s *Server) getExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	s.recordIndexes(r.Context(), e)
 	ok(w, obj{"execution": s.views.Execution(e, s.clock())})
+}
+
+// executionJUnit answers the run's tests (a sharded run's merged tests) as a JUnit XML file to
+// download, what CI systems read: the tests the run keeps, as its view lists them.
+func (s *Server) executionJUnit(w http.ResponseWriter, r *http.Request) {
+	e, err := s.executions.Get(r.Context(), principalFrom(r), r.PathValue("taskId"))
+	if err != nil {
+		s.fail(w, r, err, "Failed to fetch execution")
+		return
+	}
+	tests := make([]junitxml.Test, len(e.Tests))
+	for i, t := range e.Tests {
+		tests[i] = junitxml.Test{Name: t.Name, Suite: t.Suite, Status: string(t.Status), DurationMs: t.DurationMs,
+			Error: t.Error, Retries: t.Retries}
+	}
+	var b bytes.Buffer
+	if err := junitxml.Write(&b, e.TaskID, tests); err != nil {
+		s.fail(w, r, err, "Failed to fetch execution")
+		return
+	}
+	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": e.TaskID + "-junit.xml"}))
+	w.Write(b.Bytes())
 }
 
 func (s *Server) cancelExecution(w http.ResponseWriter, r *http.Request) {

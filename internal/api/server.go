@@ -292,6 +292,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /api/executions/{taskId}/pin", execs, s.pinExecution)
 	s.handle("DELETE /api/executions/{taskId}", execs, s.deleteExecution)
 	s.handle("GET /api/executions/{taskId}/report-token", execs, s.reportToken)
+	s.handle("GET /api/executions/{taskId}/junit", execs, s.executionJUnit)
 	s.handle("POST /api/executions/{taskId}/analysis", execs, s.reanalyse)
 	s.handle("PATCH /api/executions/{taskId}/analysis", execs, s.triage)
 	s.handle("GET /api/executions/{taskId}/compare", execs, s.compareExecutions)

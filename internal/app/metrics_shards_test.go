@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"verdict/internal/report"
 	"verdict/internal/testenv"
 )
 
@@ -59,4 +60,25 @@ func TestShardReportLinks(t *testing.T) {
 	expect(t, h.do("GET", "/api/executions/"+task+"/report-token?shard=x", bearer(admin.token), nil), 400, "Validation error")
 	other := h.signup("other-shards@example.com", "Other Co")
 	expect(t, h.do("GET", "/api/executions/"+task+"/report-token?shard=1", bearer(other.token), nil), 404, "")
+}
+
+// TestShardedRunJUnitDownload: a sharded run's merged tests download as one JUnit XML file
+// that Verdict's own parser reads back whole; another organization's member gets 404.
+func TestShardedRunJUnitDownload(t *testing.T) {
+	h := shardHarness(t, "sqlite", "team")
+	admin := h.signup("shard-junit@example.com", "Shard JUnit Co")
+	task := h.queue(bearer(admin.token), map[string]any{"image": shardedImage, "shards": 2})
+	r := h.waitFor(bearer(admin.token), task, 120*time.Second, final)
+	total := r.get("execution", "summary", "total").(float64)
+	x := h.do("GET", "/api/executions/"+task+"/junit", bearer(admin.token), nil)
+	if x.status != 200 || !strings.HasPrefix(x.header.Get("Content-Type"), "application/xml") ||
+		!strings.Contains(x.header.Get("Content-Disposition"), task+"-junit.xml") {
+		t.Fatalf("GET junit: %d %v %.300s", x.status, x.header, x.raw)
+	}
+	tests, err := report.ParseJUnit([]byte(x.raw))
+	if err != nil || float64(len(tests)) != total || total == 0 {
+		t.Fatalf("the merged JUnit file holds %d tests (%v), the run %v", len(tests), err, total)
+	}
+	other := h.signup("other-junit@example.com", "Other JUnit Co")
+	expect(t, h.do("GET", "/api/executions/"+task+"/junit", bearer(other.token), nil), 404, "")
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"verdict/internal/junitxml"
 )
 
 // Exit codes of `verdict run`.
@@ -598,7 +599,11 @@ func (r *runner) writeJUnit(taskID string, tests []testResult) error {
 	if err != nil {
 		return err
 	}
-	if err := writeJUnit(f, taskID, tests); err != nil {
+	out := make([]junitxml.Test, len(tests))
+	for i, t := range tests {
+		out[i] = junitxml.Test(t)
+	}
+	if err := junitxml.Write(f, taskID, out); err != nil {
 		f.Close()
 		return err
 	}

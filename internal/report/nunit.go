@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/xml"
-	"io"
 	"strings"
 
 	"verdict/internal/domain"
@@ -40,75 +39,32 @@ type nunitCase struct {
 
 func parseNUnit(data []byte, limit int) ([]domain.TestResult, error) {
 	dec := newXMLDecoder(data)
-	var (
-		order   [][2]string // suite, name
-		runs    = map[[2]string][]attempt{}
-		rooted  bool
-		limited bool
-		cases   int
-	)
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !rooted {
-				return nil, ErrUnrecognized
-			}
-			return nil, err
-		}
-		start, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if !rooted {
-			if start.Name.Local != "test-run" {
-				return nil, ErrUnrecognized
-			}
-			rooted = true
-			continue
-		}
+	tests := newByTest(limit)
+	cases := 0
+	err := eachElement(dec, "test-run", func(start xml.StartElement) error {
 		if start.Name.Local != "test-case" {
-			continue
+			return nil
 		}
 		if cases == 4*limit {
-			limited = true
-			if err := dec.Skip(); err != nil {
-				return nil, err
-			}
-			continue
+			tests.limited = true
+			return dec.Skip()
 		}
 		var c nunitCase
 		if err := dec.decodeElement(&c, &start); err != nil {
-			return nil, err
+			return err
 		}
 		cases++
 		suite := c.ClassName
 		if suite == "" {
 			suite = strings.TrimSuffix(strings.TrimSuffix(c.FullName, c.Name), ".")
 		}
-		key := [2]string{suite, c.Name}
-		if _, ok := runs[key]; !ok {
-			if len(order) == limit {
-				limited = true
-				continue
-			}
-			order = append(order, key)
-		}
-		runs[key] = append(runs[key], nunitAttempt(c))
+		tests.add(suite, c.Name, nunitAttempt(c))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !rooted {
-		return nil, ErrUnrecognized
-	}
-	tests := make([]domain.TestResult, 0, len(order))
-	for _, k := range order {
-		tests = append(tests, settle(k[1], k[0], runs[k]))
-	}
-	if limited {
-		return tests, ErrLimit
-	}
-	return tests, nil
+	return tests.results()
 }
 
 // nunitAttempt is one <test-case>'s outcome.

@@ -7,7 +7,9 @@
 package report
 
 import (
+	"encoding/xml"
 	"errors"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -159,4 +161,75 @@ func secondsToMillis(s string) int64 {
 		return 0
 	}
 	return millis(f * 1000)
+}
+
+// eachElement reads an XML results file whose root element is root (else ErrUnrecognized) and
+// calls visit with every element that starts inside it, in document order; visit may consume
+// the element (decodeElement, Skip) or leave its children to the walk.
+func eachElement(dec *xmlDecoder, root string, visit func(start xml.StartElement) error) error {
+	rooted := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !rooted {
+				return ErrUnrecognized
+			}
+			return err
+		}
+		start, ok := tok.(xml.StartElement)
+		switch {
+		case !ok:
+		case !rooted && start.Name.Local != root:
+			return ErrUnrecognized
+		case !rooted:
+			rooted = true
+		default:
+			if err := visit(start); err != nil {
+				return err
+			}
+		}
+	}
+	if !rooted {
+		return ErrUnrecognized
+	}
+	return nil
+}
+
+// byTest gathers a results file's attempts by test (suite and name), in the order of each
+// test's first attempt: a file that lists a test again lists another attempt of it. Past limit
+// tests, new ones are left out.
+type byTest struct {
+	limit   int
+	order   [][2]string
+	runs    map[[2]string][]attempt
+	limited bool
+}
+
+func newByTest(limit int) *byTest { return &byTest{limit: limit, runs: map[[2]string][]attempt{}} }
+
+func (b *byTest) add(suite, name string, a attempt) {
+	key := [2]string{suite, name}
+	if _, ok := b.runs[key]; !ok {
+		if len(b.order) == b.limit {
+			b.limited = true
+			return
+		}
+		b.order = append(b.order, key)
+	}
+	b.runs[key] = append(b.runs[key], a)
+}
+
+// results settles each test's attempts; ErrLimit with them when tests were left out.
+func (b *byTest) results() ([]domain.TestResult, error) {
+	tests := make([]domain.TestResult, 0, len(b.order))
+	for _, k := range b.order {
+		tests = append(tests, settle(k[1], k[0], b.runs[k]))
+	}
+	if b.limited {
+		return tests, ErrLimit
+	}
+	return tests, nil
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/xml"
-	"io"
 	"strconv"
 	"strings"
 
@@ -45,77 +44,32 @@ type testngMethod struct {
 
 func parseTestNG(data []byte, limit int) ([]domain.TestResult, error) {
 	dec := newXMLDecoder(data)
-	var (
-		class   string
-		order   [][2]string // suite, name
-		runs    = map[[2]string][]attempt{}
-		rooted  bool
-		limited bool
-		methods int
-	)
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !rooted {
-				return nil, ErrUnrecognized
-			}
-			return nil, err
-		}
-		start, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if !rooted {
-			if start.Name.Local != "testng-results" {
-				return nil, ErrUnrecognized
-			}
-			rooted = true
-			continue
-		}
+	tests := newByTest(limit)
+	class, methods := "", 0
+	err := eachElement(dec, "testng-results", func(start xml.StartElement) error {
 		switch start.Name.Local {
 		case "class":
 			class = attr(start, "name")
 		case "test-method":
 			if methods == 4*limit { // attempts too: a retried test has several
-				limited = true
-				if err := dec.Skip(); err != nil {
-					return nil, err
-				}
-				continue
+				tests.limited = true
+				return dec.Skip()
 			}
 			var m testngMethod
 			if err := dec.decodeElement(&m, &start); err != nil {
-				return nil, err
+				return err
 			}
 			methods++
-			if m.Config {
-				continue
+			if !m.Config {
+				tests.add(class, testngName(m), testngAttempt(m))
 			}
-			key := [2]string{class, testngName(m)}
-			if _, ok := runs[key]; !ok {
-				if len(order) == limit {
-					limited = true
-					continue
-				}
-				order = append(order, key)
-			}
-			runs[key] = append(runs[key], testngAttempt(m))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !rooted {
-		return nil, ErrUnrecognized
-	}
-	tests := make([]domain.TestResult, 0, len(order))
-	for _, k := range order {
-		tests = append(tests, settle(k[1], k[0], runs[k]))
-	}
-	if limited {
-		return tests, ErrLimit
-	}
-	return tests, nil
+	return tests.results()
 }
 
 // testngName is the method's name, with a data provider's parameters when it has them.

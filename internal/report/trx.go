@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/xml"
-	"io"
 	"strconv"
 	"strings"
 
@@ -47,57 +46,33 @@ func parseTRX(data []byte, limit int) ([]domain.TestResult, error) {
 	var (
 		results []trxResult
 		classes = map[string]trxDefinition{}
-		rooted  bool
 		limited bool
 	)
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !rooted {
-				return nil, ErrUnrecognized
-			}
-			return nil, err
-		}
-		start, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if !rooted {
-			if start.Name.Local != "TestRun" {
-				return nil, ErrUnrecognized
-			}
-			rooted = true
-			continue
-		}
+	err := eachElement(dec, "TestRun", func(start xml.StartElement) error {
 		switch start.Name.Local {
 		case "UnitTestResult":
 			if len(results) == limit {
 				limited = true
-				if err := dec.Skip(); err != nil {
-					return nil, err
-				}
-				continue
+				return dec.Skip()
 			}
 			var r trxResult
 			if err := dec.decodeElement(&r, &start); err != nil {
-				return nil, err
+				return err
 			}
 			results = append(results, r)
 		case "UnitTest":
 			var d trxDefinition
 			if err := dec.decodeElement(&d, &start); err != nil {
-				return nil, err
+				return err
 			}
 			if len(classes) < limit {
 				classes[d.ID] = d
 			}
 		}
-	}
-	if !rooted {
-		return nil, ErrUnrecognized
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A test's results, in the order of its first one.
 	var order []string

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,12 +41,7 @@ func (s *Server) openAttachment(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r)
 	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
 	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
-			s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
-			return
-		}
-		s.fail(w, r, err)
+		s.failRun(w, r, err)
 		return
 	}
 	i, err1 := strconv.Atoi(r.PathValue("test"))

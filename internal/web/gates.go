@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -172,12 +171,7 @@ func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.gates.Compare(r.Context(), stateOf(r).p, taskID, with)
 	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
-			s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
-			return
-		}
-		s.fail(w, r, err)
+		s.failRun(w, r, err)
 		return
 	}
 	d := compareData{TaskID: taskID, With: with, C: c, Sections: []compareSection{

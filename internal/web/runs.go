@@ -414,12 +414,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r)
 	e, err := s.executions.Get(r.Context(), st.p, r.PathValue("taskId"))
 	if err != nil {
-		var de *domain.Error
-		if errors.As(err, &de) && de.Kind == domain.KindNotFound {
-			s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
-			return
-		}
-		s.fail(w, r, err)
+		s.failRun(w, r, err)
 		return
 	}
 	d := runData{Run: e, Finished: e.Status.Final(), AnalysisActions: s.analysisActionsFor(e, st.p.CanWrite()),
@@ -626,4 +621,15 @@ func (s *Server) pageTests(d *runData, page string) {
 	if n < pages {
 		d.TestsNextURL = pageURL(n + 1)
 	}
+}
+
+// failRun answers an error reading a run for a page: a run that is not found (another
+// organization's included) is the not-found page, anything else a failure.
+func (s *Server) failRun(w http.ResponseWriter, r *http.Request, err error) {
+	var de *domain.Error
+	if errors.As(err, &de) && de.Kind == domain.KindNotFound {
+		s.errorPage(w, r, http.StatusNotFound, "Run not found", "There is no run with this ID in your organization.")
+		return
+	}
+	s.fail(w, r, err)
 }

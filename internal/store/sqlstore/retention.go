@@ -114,34 +114,29 @@ func (r executionRepo) DeleteExpired(ctx context.Context, orgID string, ids []st
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	var n int64
+	var deleted []string
 	err := r.s.inTx(ctx, func(tx *Store) error {
-		res, err := tx.execRuns(ctx, orgID, `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
-			AND files_expired_at IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`,
-			append([]any{orgID, millis(finishedBefore), false}, anys(ids)...)...)
+		// The runs deleted, by RETURNING: a run of the batch pinned since keeps its results.
+		q := `DELETE FROM executions WHERE organization_id = ? AND finished_at < ? AND pinned = ?
+			AND files_expired_at IS NOT NULL AND id IN (` + placeholders(len(ids)) + `) RETURNING id`
+		rows, err := tx.q.QueryContext(ctx, tx.d.rebind(q), append([]any{orgID, millis(finishedBefore), false}, anys(ids)...)...)
+		tx.wroteRuns(orgID)
 		if err != nil {
-			return err
+			return tx.mapErr(err)
 		}
-		if n, err = res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		// The batch's runs that were not deleted (pinned since, say) keep their results: only
-		// the IDs that are gone now are named.
-		left, err := list(ctx, tx, scanString, `SELECT id FROM executions WHERE id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
-		if err != nil {
-			return err
-		}
-		kept := make(map[string]bool, len(left))
-		for _, id := range left {
-			kept[id] = true
-		}
-		deleted := make([]string, 0, len(ids))
-		for _, id := range ids {
-			if !kept[id] {
-				deleted = append(deleted, id)
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return tx.mapErr(err)
 			}
+			deleted = append(deleted, id)
 		}
+		if err := rows.Err(); err != nil {
+			return tx.mapErr(err)
+		}
+		rows.Close() // before the next statement of the transaction
 		return tx.deleteResults(ctx, deleted)
 	})
-	return int(n), err
+	return len(deleted), err
 }

@@ -20,7 +20,7 @@ eval "$vars"
 examples/suites/build.sh >&2
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/verdict-bench-notify.XXXXXX")
-go test -c -o "$out/app.test" ./internal/app
+go test -tags integration -c -o "$out/app.test" ./internal/app
 echo "bench-notify: logs in $out" >&2
 failed=0
 for db in ${BENCH_NOTIFY_DBS:-sqlite postgres}; do

@@ -26,7 +26,7 @@ examples/suites/build.sh >&2
 
 parts=${BENCH:-drain drain-pg latency first collect}
 out=$(mktemp -d "${TMPDIR:-/tmp}/verdict-bench-runs.XXXXXX")
-go test -c -o "$out/app.test" ./internal/app
+go test -tags integration -c -o "$out/app.test" ./internal/app
 echo "bench-runs: logs in $out" >&2
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }

@@ -10,7 +10,7 @@
 #
 # Progress goes to stderr; stdout carries only `export NAME=value` lines, like
 # scripts/services.sh, so callers can do
-#   vars=$(scripts/helm-check.sh) && eval "$vars" && go test -count=1 ./deploy/...
+#   vars=$(scripts/helm-check.sh) && eval "$vars" && go test -tags integration -count=1 ./deploy/...
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

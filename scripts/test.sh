@@ -40,8 +40,12 @@ if ! tidy_diff=$(go mod tidy -diff 2>&1); then
 	static_failed=1
 fi
 
-echo "+ go vet ./..."
-if ! go vet ./...; then
+# The end-to-end packages (internal/app, cmd/verdict/e2e, deploy/helm) are built with the
+# integration tag alone, so that the fast tier (go test -short ./...) does not link them: each
+# of their tests needs the services, and internal/app's test binary alone takes a quarter of
+# the fast tier's time to link. Every check here names the tag, so that nothing goes unchecked.
+echo "+ go vet -tags integration ./..."
+if ! go vet -tags integration ./...; then
 	echo "test.sh: FAIL: go vet found problems (above)" >&2
 	static_failed=1
 fi
@@ -53,8 +57,8 @@ if [[ ! -x $staticcheck ]] || [[ $("$staticcheck" -version 2>/dev/null) != *"(${
 	GOFLAGS=-mod=mod go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" ||
 		{ echo "test.sh: FAIL: could not install staticcheck $STATICCHECK_VERSION" >&2; exit 1; }
 fi
-echo "+ staticcheck ./...   ($("$staticcheck" -version))"
-if ! "$staticcheck" ./...; then
+echo "+ staticcheck -tags integration ./...   ($("$staticcheck" -version))"
+if ! "$staticcheck" -tags integration ./...; then
 	echo "test.sh: FAIL: staticcheck found problems (above); fix them, or justify an exception with a //lint:ignore comment" >&2
 	static_failed=1
 fi
@@ -118,8 +122,8 @@ cat "$recipes_log"
 # internal/app, the end-to-end package, is the longest binary (the recipes' real Playwright,
 # pytest and JUnit runs, the erasure on both databases and MinIO, the browsers): 20 minutes
 # were no longer enough for it on this machine.
-echo "+ go test -p 2 -count=1 -timeout 40m ./..."
-go test -p 2 -count=1 -timeout 40m ./...
+echo "+ go test -tags integration -p 2 -count=1 -timeout 40m ./..."
+go test -tags integration -p 2 -count=1 -timeout 40m ./...
 
 # The real service through real faults: PostgreSQL, Redis and the Docker engine stopped or
 # restarted, the remote runner frozen, a replica killed, the data folder full. After the Go

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package helmtest checks the Helm chart in deploy/helm/verdict: it renders the chart with
 // `helm template` for several value sets and asserts on the Kubernetes objects it produces.
 //

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -18,6 +20,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/store"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/s3env"
 )
 
 // orgColumns names the columns that hold an organization's ID.
@@ -175,9 +178,9 @@ func testErasure(t *testing.T, dialect, storage string) {
 	env := billingEnv(t, rec)
 	env["VERDICT_DATA_DIR"], env["VERDICT_RUNNER"], env["VERDICT_RUNNER_SECRET"] = dataDir, "none", runnerSecret
 	env["VERDICT_ERASE_GRACE"], env["VERDICT_EGRESS_ALLOW"] = "0s", "127.0.0.1"
-	var bucket *testenv.S3
+	var bucket *s3env.S3
 	if storage == "s3" {
-		bucket = testenv.S3Bucket(t)
+		bucket = s3env.Bucket(t)
 		for k, v := range s3Env(bucket, dataDir) {
 			env[k] = v
 		}

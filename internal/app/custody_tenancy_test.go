@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -19,6 +21,7 @@ import (
 	"verdict/internal/domain"
 	"verdict/internal/run"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
 )
 
 const pytestImage = "verdict-examples/pytest:latest"
@@ -157,7 +160,7 @@ func httpGet(t *testing.T, url string) string {
 // containerIP finds the running container of a run by its labels and returns its address.
 func containerIP(t *testing.T, orgID, taskID string) string {
 	t.Helper()
-	c := testenv.DockerClient(t)
+	c := dockerenv.Client(t)
 	f := make(client.Filters)
 	f.Add("label", run.LabelOrg+"="+orgID)
 	f.Add("label", run.LabelTask+"="+taskID)

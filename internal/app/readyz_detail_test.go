@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/s3env"
 )
 
 // cuttableProxy forwards TCP connections to a real service until cut: then its connections
@@ -71,7 +74,7 @@ func TestReadyzHidesCheckErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket := testenv.S3Bucket(t)
+	bucket := s3env.Bucket(t)
 	s3URL, err := url.Parse(bucket.Endpoint)
 	if err != nil {
 		t.Fatal(err)

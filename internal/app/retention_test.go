@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -15,6 +17,7 @@ import (
 	"verdict/internal/peerhttp"
 	"verdict/internal/run"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/s3env"
 )
 
 const day = 24 * time.Hour
@@ -324,7 +327,7 @@ func countOf(list []string, s string) int {
 // TestRetentionS3: with reports in an S3 bucket, the job deletes the expired run's objects
 // and gives back their storage; a younger run's objects stay.
 func TestRetentionS3(t *testing.T) {
-	b := testenv.S3Bucket(t)
+	b := s3env.Bucket(t)
 	env := s3Env(b, t.TempDir())
 	h := retentionHarness(t, "sqlite", env)
 	admin := h.signup("bucket-keeper@example.com", "Bucket Keeper Co")

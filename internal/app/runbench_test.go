@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 // Run-plane benchmarks: what Verdict adds on top of `docker run --rm` of the same image, on the

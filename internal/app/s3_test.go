@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -15,10 +17,11 @@ import (
 	"verdict/internal/app"
 	"verdict/internal/config"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/s3env"
 )
 
 // s3Env is the harness's settings for reports in the test bucket b.
-func s3Env(b *testenv.S3, dataDir string) map[string]string {
+func s3Env(b *s3env.S3, dataDir string) map[string]string {
 	return map[string]string{"VERDICT_DATA_DIR": dataDir, "VERDICT_S3_BUCKET": b.Bucket, "VERDICT_S3_ENDPOINT": b.Endpoint,
 		"VERDICT_S3_ACCESS_KEY": b.AccessKey, "VERDICT_S3_SECRET_KEY": b.SecretKey, "VERDICT_S3_PATH_STYLE": "true"}
 }
@@ -66,7 +69,7 @@ func passRun(t *testing.T, h *harness, email string) (s3Run, auth) {
 // go with the run.
 func TestS3ReportsEndToEnd(t *testing.T) {
 	testenv.DockerHost(t)
-	b := testenv.S3Bucket(t)
+	b := s3env.Bucket(t)
 	dataDir := t.TempDir()
 	h := newHarness(t, harnessOpts{dialect: "sqlite", realClock: true, workers: true, lease: 2 * time.Second, env: s3Env(b, dataDir)})
 	run, a := passRun(t, h, "bucket@example.com")
@@ -166,7 +169,7 @@ func TestS3ReportsEndToEnd(t *testing.T) {
 // TestS3SettingsAtStart: a bucket that does not exist, or keys the store refuses, stop the
 // service at start with a message naming the setting.
 func TestS3SettingsAtStart(t *testing.T) {
-	b := testenv.S3Bucket(t)
+	b := s3env.Bucket(t)
 	for name, change := range map[string]map[string]string{
 		"missing bucket": {"VERDICT_S3_BUCKET": b.Bucket + "-missing"},
 		"wrong key":      {"VERDICT_S3_SECRET_KEY": "not-the-secret"},

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 import (
@@ -18,6 +20,8 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
+	"verdict/internal/testenv/s3env"
 )
 
 // runnerProcess is a `verdict runner` process serving one replica.
@@ -96,7 +100,7 @@ type scaleRun struct {
 // and a runner killed mid-run loses its run within a lease while the other takes new work.
 func TestScaleOut(t *testing.T) {
 	testenv.DockerHost(t)
-	bucket := testenv.S3Bucket(t)
+	bucket := s3env.Bucket(t)
 	dbURL := testenv.PostgresDB(t)
 	prefix := testenv.KeyPrefix(t)
 	replica := func() *harness {
@@ -406,7 +410,7 @@ func TestScaleOut(t *testing.T) {
 		f := make(client.Filters)
 		f.Add("label", label+"=true")
 		f.Add("label", run.LabelRunner+"="+peerhttp.RunnerID(names[victim]))
-		left, err := testenv.DockerClient(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
+		left, err := dockerenv.Client(t).ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app_test
 
 // BenchmarkSSEFollowers: 1,000 SSE followers of one chatty run.

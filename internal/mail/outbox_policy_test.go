@@ -24,6 +24,7 @@ func enqueueDelivery(t *testing.T, st store.Store, kind, payload string, now tim
 // A kind with a policy of its own is retried by it (here for 24 hours, far past the e-mails' 10
 // attempts), a permanent refusal is given up at once, and a kind without one keeps the e-mails'.
 func TestOutboxRetryPolicyByKind(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
@@ -81,6 +82,7 @@ func TestOutboxRetryPolicyByKind(t *testing.T) {
 // second while the slow receiver's backlog is served at its pace (LaneParallel at once), each
 // delivery once; stopped, the worker leaves the rest due, none made twice.
 func TestOutboxSlowLaneDoesNotBlockOthers(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

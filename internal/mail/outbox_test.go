@@ -340,6 +340,7 @@ func TestWorkerRunWakesOnNotify(t *testing.T) {
 
 // A send cut short by shutdown is released for the next worker instead of waiting out its lease.
 func TestWorkerShutdownReleasesTheMail(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		clock := newTestClock()
 		s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: silentServer(t), From: "noreply@verdict.test", TLS: TLSNone, Timeout: time.Minute})

@@ -195,6 +195,7 @@ func silentServer(t *testing.T) int {
 }
 
 func TestSMTPSenderTimesOutOnSilentServer(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	s, err := NewSMTPSender(SMTPConfig{Host: "127.0.0.1", Port: silentServer(t),
 		From: "noreply@verdict.test", TLS: TLSNone, Timeout: 300 * time.Millisecond})
 	if err != nil {

@@ -82,6 +82,7 @@ func TestAuthenticatorErrorsAndIncompleteIdentitiesAreRefused(t *testing.T) {
 
 // A client that ignores DISCONNECT must not keep an unauthenticated connection open.
 func TestRefusedConnectionIsClosedAfterGrace(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	h, srv := start(t, Options{})
 	h.rejectGrace = 300 * time.Millisecond
 	c := dial(t, srv.URL, dialOpts{auth: map[string]any{"token": "forged"}})
@@ -108,6 +109,7 @@ func TestRefusedConnectionIsClosedAfterGrace(t *testing.T) {
 }
 
 func TestEventsStayInTheirOrganization(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			h, srv := start(t, Options{})
@@ -333,6 +335,7 @@ func TestSocketEndsWhenItsTokenExpires(t *testing.T) {
 
 // EndUserSessions ends every socket of one user, and only theirs.
 func TestEndUserSessions(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	for _, tr := range transportNames {
 		t.Run(tr, func(t *testing.T) {
 			h, srv := start(t, Options{})

@@ -106,6 +106,7 @@ func TestSocketThatStopsReadingIsCut(t *testing.T) {
 // bound waiting and nothing written for a second is closed, however many organizations the
 // stalled clients come from; a client that reads keeps its connection.
 func TestQueuesTogetherAreBounded(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	const perConn, together = 1 << 20, 2 << 20
 	h, srv := start(t, Options{QueueBytes: perConn, QueueTotal: together})
 	const orgs = 6
@@ -231,6 +232,7 @@ func TestSocketCaps(t *testing.T) {
 // A socket that ends any other way (its token expires, its user's sessions are ended, the
 // client leaves while its token is checked) gives its place back too.
 func TestSocketCapReleasedOnServerDisconnect(t *testing.T) {
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	release := make(chan struct{})
 	auth := func(ctx context.Context, token string) (Identity, error) {
 		if token == "slow" {

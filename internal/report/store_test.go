@@ -13,10 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"verdict/internal/testenv/s3env"
 
 	"github.com/minio/minio-go/v7"
-
-	"verdict/internal/testenv"
 )
 
 const (
@@ -132,7 +131,7 @@ func forEachStore(t *testing.T, test func(t *testing.T, s testStore)) {
 }
 
 func newS3TestStore(t testing.TB) testStore {
-	b := testenv.S3Bucket(t)
+	b := s3env.Bucket(t)
 	s, err := NewS3Store(S3Options{Endpoint: b.Endpoint, Bucket: b.Bucket, AccessKey: b.AccessKey, SecretKey: b.SecretKey, PathStyle: true})
 	if err != nil {
 		t.Fatal(err)

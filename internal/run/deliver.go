@@ -113,16 +113,12 @@ func (d *delivery) idle() time.Duration {
 	return time.Since(d.lastAt)
 }
 
-// logsGrace is how long the engine's log stream may go on after the container exited, the
-// control plane's time not counted, before it is given up (a variable for tests).
-var logsGrace = 10 * time.Second
-
 // awaitLogs waits for the log pump to end (done) after the container exited. A stream the
-// engine does not end within logsGrace of the pump's own waiting is stopped (stop), and the
+// engine does not end within grace of the pump's own waiting is stopped (stop), and the
 // pump is still waited for: the lines it already read are delivered before the run is settled,
 // so no stored line comes after the final status.
-func awaitLogs(done <-chan struct{}, d *delivery, stop func(), log *slog.Logger) {
-	t := time.NewTimer(logsGrace)
+func awaitLogs(done <-chan struct{}, d *delivery, stop func(), grace time.Duration, log *slog.Logger) {
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	for {
 		select {
@@ -130,8 +126,8 @@ func awaitLogs(done <-chan struct{}, d *delivery, stop func(), log *slog.Logger)
 			return
 		case <-t.C:
 		}
-		if idle := d.idle(); idle < logsGrace {
-			t.Reset(logsGrace - idle)
+		if idle := d.idle(); idle < grace {
+			t.Reset(grace - idle)
 			continue
 		}
 		log.Warn("log stream did not end after the container exited")

@@ -193,8 +193,7 @@ func numbered(n int) []string {
 // plane is back: each chunk stored once, in order, the whole output; the run settled PASSED
 // with exit code 0 after its last chunk.
 func TestRunnerDeliversThroughAnOutage(t *testing.T) {
-	defer func(g time.Duration) { logsGrace = g }(logsGrace)
-	logsGrace = 200 * time.Millisecond
+	t.Parallel() // it waits out real timers; alone it would hold a test slot
 
 	var mu sync.Mutex
 	var down bool
@@ -214,7 +213,10 @@ func TestRunnerDeliversThroughAnOutage(t *testing.T) {
 		return nil
 	})
 	b := &scriptBackend{lines: numbered(30), interval: 20 * time.Millisecond, exited: make(chan struct{})}
-	startRunner(t, p, b, func(r *Runner) { r.RetryWait = 20 * time.Millisecond }) // retries, not their waits, are tested
+	startRunner(t, p, b, func(r *Runner) {
+		r.RetryWait = 20 * time.Millisecond // retries, not their waits, are tested
+		r.LogsGrace = 200 * time.Millisecond
+	})
 
 	// Some lines stored, then the plane goes away; the container prints on and exits.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -233,7 +235,7 @@ func TestRunnerDeliversThroughAnOutage(t *testing.T) {
 	mu.Unlock()
 	time.Sleep(800 * time.Millisecond) // every line printed
 	b.exit()
-	time.Sleep(1200 * time.Millisecond) // past the lease, and past logsGrace after the exit
+	time.Sleep(1200 * time.Millisecond) // past the lease, and past LogsGrace after the exit
 	select {
 	case <-p.settled:
 		t.Fatal("the run was settled while the control plane was away")

@@ -39,6 +39,9 @@ type Runner struct {
 	// RetryWait is the first wait before a report or a renewal the control plane did not take is
 	// tried again; it doubles up to 20 times itself [250ms, so up to 5s].
 	RetryWait time.Duration
+	// LogsGrace is how long the engine's log stream may go on after the container exited, the
+	// control plane's time not counted, before it is given up [10s].
+	LogsGrace time.Duration
 
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -62,6 +65,9 @@ func (r *Runner) init() {
 		}
 		if r.RetryWait <= 0 {
 			r.RetryWait = firstRetry
+		}
+		if r.LogsGrace <= 0 {
+			r.LogsGrace = 10 * time.Second
 		}
 		if r.Slots <= 0 {
 			r.Slots = 2
@@ -320,7 +326,7 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 			ended = &f
 		}
 	}
-	awaitLogs(logsDone, d, stopLogs, log)
+	awaitLogs(logsDone, d, stopLogs, r.LogsGrace, log)
 
 	// Reports are kept for every run that got as far as a container, even a cancelled one.
 	reports := r.collectReports(c, w, id, log)

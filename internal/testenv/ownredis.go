@@ -1,15 +1,13 @@
 package testenv
 
 import (
-	"context"
+	"bufio"
 	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // OwnRedis is a Redis server of one test's own (redis-server, which scripts/services.sh
@@ -49,9 +47,7 @@ func (r *OwnRedis) Start() {
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatalf("redis-server: %v", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.Port), MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !pong(r.Port); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("redis-server on port %d did not answer within 10s", r.Port)
 		}
@@ -66,4 +62,20 @@ func (r *OwnRedis) Stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	r.cmd = nil
+}
+
+// pong says whether a Redis server answers PING on port: the protocol's inline form, so that
+// this package does not link a Redis client.
+func pong(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
 }

@@ -8,10 +8,11 @@ package testenv
 import (
 	"context"
 	"database/sql"
-	"github.com/moby/moby/client"
+	"flag"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func SkipShort(t testing.TB, service string) {
 	}
 }
 
-func reachable(t testing.TB, what, rawURL string) {
+// Reachable fails the test when nothing listens at rawURL's host: what names the service.
+func Reachable(t testing.TB, what, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -62,7 +64,7 @@ func PostgresServer(t testing.TB) string {
 	t.Helper()
 	SkipShort(t, "PostgreSQL")
 	u := env("VERDICT_TEST_POSTGRES", DefaultPostgres)
-	reachable(t, "PostgreSQL", u)
+	Reachable(t, "PostgreSQL", u)
 	return u
 }
 
@@ -101,7 +103,7 @@ func RedisURL(t testing.TB) string {
 	t.Helper()
 	SkipShort(t, "Redis")
 	u := env("VERDICT_TEST_REDIS", DefaultRedis)
-	reachable(t, "Redis", u)
+	Reachable(t, "Redis", u)
 	return u
 }
 
@@ -110,7 +112,7 @@ func StripeMock(t testing.TB) string {
 	t.Helper()
 	SkipShort(t, "stripe-mock")
 	u := env("VERDICT_TEST_STRIPE", DefaultStripeMock)
-	reachable(t, "stripe-mock", u)
+	Reachable(t, "stripe-mock", u)
 	return u
 }
 
@@ -131,16 +133,23 @@ func DockerHost(t testing.TB) string {
 	return h
 }
 
-// DockerClient is a client of the test engine, for looking at what Verdict made there
-// independently of Verdict's own backend. It is closed when the test ends.
-func DockerClient(t testing.TB) *client.Client {
-	t.Helper()
-	c, err := client.New(client.FromEnv, client.WithHost(DockerHost(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func randomSuffix() string { return domain.RandomHex(6) }
+
+// Suffix is a short random name part, so that tests sharing a service do not meet.
+func Suffix() string { return randomSuffix() }
+
+// RunWaiting runs a package's tests with up to n parallel tests at once, where go test's
+// default is one per CPU: for packages whose parallel tests mostly wait out real timers (leases,
+// retries, grace periods), which would otherwise queue for a CPU they barely use. A
+// -test.parallel given on the command line wins. Call it from TestMain.
+func RunWaiting(m *testing.M, n int) int {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err)
+		}
+	}
+	return m.Run()
+}

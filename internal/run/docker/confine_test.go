@@ -17,6 +17,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
 )
 
 // dropNetwork removes a test's run network and the firewall rules the backend added for it.
@@ -44,7 +45,7 @@ func TestRunNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, 2*time.Minute)
 
 	began := time.Now()
@@ -132,7 +133,7 @@ func TestDiskLimit(t *testing.T) {
 	if !errors.Is(err, run.ErrDiskLimit) {
 		t.Fatalf("a container past the limit: Wait = %v", err)
 	}
-	res, ierr := testenv.DockerClient(t).ContainerInspect(ctx, big, client.ContainerInspectOptions{})
+	res, ierr := dockerenv.Client(t).ContainerInspect(ctx, big, client.ContainerInspectOptions{})
 	if ierr != nil || res.Container.State.Running || res.Container.State.ExitCode != 137 {
 		t.Fatalf("after Wait: %+v, %v", res.Container.State, ierr)
 	}

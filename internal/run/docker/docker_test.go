@@ -21,6 +21,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
 )
 
 // The sample suite images of examples/suites; scripts/test.sh builds them.
@@ -101,7 +102,7 @@ func readAll(t *testing.T, rc io.ReadCloser) string {
 func TestPingNegotiatesAPIVersion(t *testing.T) {
 	b := newBackend(t)
 	v := b.APIVersion()
-	ping, err := testenv.DockerClient(t).Ping(context.Background(), client.PingOptions{})
+	ping, err := dockerenv.Client(t).Ping(context.Background(), client.PingOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestLogsFollowLive(t *testing.T) {
 		lines = append(lines, sc.Text())
 		if sc.Text() == "line 1 of 5" {
 			// The first numbered line arrives while the suite is still printing the others.
-			inspect, err := testenv.DockerClient(t).ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			inspect, err := dockerenv.Client(t).ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 			sawLiveLine = err == nil && inspect.Container.State.Running
 		}
 	}
@@ -388,7 +389,7 @@ func TestMissingImage(t *testing.T) {
 func TestLockedDownByDefault(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, time.Minute)
 
 	limited := start(t, b, run.Spec{

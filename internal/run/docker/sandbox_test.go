@@ -16,6 +16,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
 )
 
 func inspect(t *testing.T, raw *client.Client, id string) container.InspectResponse {
@@ -72,7 +73,7 @@ func output(t *testing.T, b *docker.Backend, id string) (int, string) {
 func TestSandboxes(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	runner := "dockertest-" + domain.RandomHex(4)
 	spec := func(hostGateway bool, script string) run.Spec {
@@ -166,7 +167,7 @@ func runToEnd(t *testing.T, b *docker.Backend, raw *client.Client, id string) co
 func TestSandboxGoneBehindVerdictsBack(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	// Two runs at once leave two idle sandboxes: one is removed, the other stopped.
 	first, second := start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}}), start(t, b, run.Spec{Image: imagePass, Args: []string{"api"}})
@@ -190,7 +191,7 @@ func TestSandboxGoneBehindVerdictsBack(t *testing.T) {
 // runner's are swept by another Backend, and Close removes a Backend's own.
 func TestSandboxLeftoversAndClose(t *testing.T) {
 	t.Parallel()
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	runner := "dockertest-" + domain.RandomHex(4)
 	mine := map[string]string{docker.LabelSandbox: "true", run.LabelRunner: runner}
@@ -262,7 +263,7 @@ func TestNetworkPerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	c := inspect(t, raw, start(t, b, run.Spec{Image: imageSlow, Args: []string{"sleep"}, HostGateway: true}))
 	hc := c.HostConfig
 	if _, ok := c.NetworkSettings.Networks[docker.DefaultNetwork]; string(hc.NetworkMode) != docker.DefaultNetwork || !ok || len(c.NetworkSettings.Networks) != 1 {

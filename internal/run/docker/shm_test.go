@@ -9,6 +9,7 @@ import (
 	"verdict/internal/run"
 	"verdict/internal/run/docker"
 	"verdict/internal/testenv"
+	"verdict/internal/testenv/dockerenv"
 )
 
 // A run container's /dev/shm is DefaultShmBytes (not the engine's 64 MB, which slows Chromium
@@ -17,7 +18,7 @@ import (
 func TestShmSize(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	raw := testenv.DockerClient(t)
+	raw := dockerenv.Client(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	// Writes 200 MB into /dev/shm, as a browser's renderers may, and prints its size.
 	script := `import os

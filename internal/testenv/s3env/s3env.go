@@ -1,4 +1,6 @@
-package testenv
+// Package s3env gives tests a bucket of their own in the test object store (MinIO). It is a
+// package of its own because the S3 client is large: only the tests that use the store link it.
+package s3env
 
 import (
 	"context"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"verdict/internal/testenv"
 )
 
 // S3 is a fresh, empty bucket of the test object store (MinIO) for one test.
@@ -20,24 +24,24 @@ type S3 struct {
 	Client    *minio.Client // for looking at the bucket independently of Verdict's store
 }
 
-// S3Bucket creates a bucket of its own for this test in the MinIO that scripts/services.sh
+// Bucket creates a bucket of its own for this test in the MinIO that scripts/services.sh
 // starts (VERDICT_TEST_S3 and its credentials); the bucket and what is left in it are removed
 // when the test ends. The test fails when the store is not configured or does not answer.
-func S3Bucket(t testing.TB) *S3 {
+func Bucket(t testing.TB) *S3 {
 	t.Helper()
-	SkipShort(t, "MinIO")
+	testenv.SkipShort(t, "MinIO")
 	endpoint := os.Getenv("VERDICT_TEST_S3")
 	if endpoint == "" {
 		t.Fatal("VERDICT_TEST_S3 is not set: the S3 tests need the MinIO that scripts/services.sh installs and starts " +
 			`(run the tests with scripts/test.sh, or eval "$(scripts/services.sh)" first)`)
 	}
-	reachable(t, "MinIO (VERDICT_TEST_S3)", endpoint)
+	testenv.Reachable(t, "MinIO (VERDICT_TEST_S3)", endpoint)
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatalf("VERDICT_TEST_S3 %q: %v", endpoint, err)
 	}
 	s := &S3{Endpoint: endpoint, AccessKey: os.Getenv("VERDICT_TEST_S3_ACCESS_KEY"),
-		SecretKey: os.Getenv("VERDICT_TEST_S3_SECRET_KEY"), Bucket: "verdict-test-" + randomSuffix()}
+		SecretKey: os.Getenv("VERDICT_TEST_S3_SECRET_KEY"), Bucket: "verdict-test-" + testenv.Suffix()}
 	if s.AccessKey == "" || s.SecretKey == "" {
 		t.Fatal("VERDICT_TEST_S3_ACCESS_KEY and VERDICT_TEST_S3_SECRET_KEY must be set with VERDICT_TEST_S3 (scripts/services.sh prints them)")
 	}

@@ -47,11 +47,13 @@ type Store struct {
 
 	runRows *runRows // list rows of runs at their versions (PostgreSQL; SQLite keeps whole pages)
 
-	// On SQLite only (see readcache.go): the write generations and the caches they govern; nil
-	// inside a transaction, whose writes are noted in txWrites and count from its commit.
+	// The write generations and the caches they govern (see readcache.go): the users on both
+	// databases (on PostgreSQL while feed listens, userfeed.go), the run list's pages on SQLite;
+	// nil inside a transaction, whose writes are noted in txWrites and count from its commit.
 	gens     *tableGens
 	users    *readCache[domain.User]
 	pages    *readCache[listPage]
+	feed     *userFeed // PostgreSQL: other replicas' writes to users
 	txWrites *[]txWrite
 
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
@@ -181,7 +183,15 @@ func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return newStore(ctx, db, newPostgresDialect())
+	st, err := newStore(ctx, db, newPostgresDialect())
+	if err != nil {
+		return nil, err
+	}
+	st.gens = &tableGens{}
+	gens := st.gens
+	st.users = newReadCache(func(string) uint64 { return gens.users.Load() }, userBytes)
+	st.feed = startUserFeed(databaseURL, gens)
+	return st, nil
 }
 
 func newStore(ctx context.Context, db *sql.DB, d *dialect) (*Store, error) {
@@ -244,6 +254,7 @@ func (s *Store) Close() error {
 	if c, ok := s.r.(*stmtCache); ok {
 		c.close()
 	}
+	s.feed.close()
 	var err error
 	if s.rdb != s.db {
 		err = s.rdb.Close()

@@ -42,12 +42,13 @@ func userBytes(u domain.User) int {
 		len(u.Role) + len(u.Status)
 }
 
-// Get reads the user; on SQLite from the user cache while no write to users came since (every
-// request reads its caller this way).
+// Get reads the user, from the user cache while no write to users came since (every request
+// reads its caller this way); on PostgreSQL only while the store hears of other replicas'
+// writes (userfeed.go).
 func (r userRepo) Get(ctx context.Context, orgID, id string) (*domain.User, error) {
 	const q = `SELECT ` + userColumns + ` FROM users WHERE organization_id = ? AND id = ?`
 	c := r.s.users
-	if c == nil {
+	if c == nil || (r.s.feed != nil && !r.s.feed.live()) {
 		return get(ctx, r.s, scanUser, q, orgID, id)
 	}
 	key := orgID + "\x00" + id

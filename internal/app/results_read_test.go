@@ -18,14 +18,21 @@ func TestRunSaysWhichResultsItRead(t *testing.T) {
 	task := h.queue(a, map[string]any{"image": pyImage, "command": `python3 -c 'import os; ` +
 		`os.makedirs("/app/junit"); os.makedirs("/app/results"); ` +
 		`open("/app/junit/unit.xml", "w").write("<testsuite name=\"s\"><testcase classname=\"c\" name=\"ok\"/></testsuite>"); ` +
-		`open("/app/results/api.xml", "w").write("<testsuite name=\"t\"><testcase classname=\"d\" name=\"ok2\"/></testsuite>")'`})
+		`open("/app/results/api.xml", "w").write("<testsuite name=\"t\"><testcase classname=\"d\" name=\"ok2\"/></testsuite>"); ` +
+		// pytest --junitxml=report.xml in /app, and a reporter's folder Verdict does not know
+		`open("/app/report.xml", "w").write("<testsuites><testsuite name=\"p\"><testcase classname=\"e\" name=\"ok3\"/></testsuite></testsuites>"); ` +
+		`os.makedirs("/app/ci/out"); open("/app/ci/out/e2e.xml", "w").write("<testsuite name=\"q\"><testcase classname=\"f\" name=\"ok4\"/></testsuite>")'`})
 	r := h.waitFor(a, task, 90*time.Second, final)
-	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 2.0 {
+	if r.str("execution", "status") != "PASSED" || r.get("execution", "summary", "total") != 4.0 {
 		t.Fatalf("run: %s", r.raw)
 	}
 	notes := fmt.Sprint(r.get("execution", "notes"))
 	if !strings.Contains(notes, "test results read from JUnit XML: ") || !strings.Contains(notes, "junit/unit.xml") ||
-		!strings.Contains(notes, "results/api.xml") {
+		!strings.Contains(notes, "results/api.xml") || !strings.Contains(notes, "found-results/report.xml") ||
+		!strings.Contains(notes, "found-results/ci/out/e2e.xml") {
 		t.Fatalf("notes %s do not say which result files were read", notes)
+	}
+	if folders := fmt.Sprint(r.get("execution", "reportFolders")); !strings.Contains(folders, "found-results") {
+		t.Fatalf("report folders %s: the result files found elsewhere are not kept", folders)
 	}
 }

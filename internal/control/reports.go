@@ -40,7 +40,8 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 	if len(listed) == 0 {
 		listed = domain.DefaultReportFolders
 	}
-	folders := run.ReportFolders(listed)
+	// And the result files the runner found elsewhere under /app, kept as one more folder.
+	folders := run.ReportFolders(append(listed[:len(listed):len(listed)], run.FoundFolder))
 	kept := map[string]int64{}
 	var total int64
 	// keep records one folder's Put; false when the reports must all be dropped.

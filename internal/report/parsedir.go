@@ -1,17 +1,16 @@
 package report
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 
 	"verdict/internal/domain"
+	"verdict/internal/resultfiles"
 )
 
 // ParseDir finds and parses the result files in a run's copied report folders.
@@ -157,7 +156,7 @@ func (p *dirParser) visit(name string, d fs.DirEntry, err error) error {
 		return nil // symbolic links included: never followed, nor named by an attachment
 	}
 	p.files.add(name)
-	kind := kindOf(name)
+	kind := resultfiles.Kind(name)
 	if kind == "" {
 		return nil
 	}
@@ -177,22 +176,6 @@ func (p *dirParser) visit(name string, d fs.DirEntry, err error) error {
 		p.note(name, err)
 	}
 	return nil
-}
-
-// kindOf sorts a file into the format it may hold by its name alone.
-func kindOf(name string) string {
-	base := strings.ToLower(path.Base(name))
-	switch {
-	case strings.HasSuffix(base, ".xml"):
-		return "junit"
-	case strings.HasSuffix(base, ".trx"):
-		return "trx"
-	case strings.HasSuffix(base, "-result.json"):
-		return "allure"
-	case strings.HasSuffix(base, ".json"):
-		return "playwright"
-	}
-	return ""
 }
 
 // read returns a candidate file's bytes within the bounds, or nil for a copy already read.
@@ -238,7 +221,7 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 	)
 	format := ""
 	switch kind {
-	case "junit": // or TestNG's or NUnit's, by their root element
+	case resultfiles.XML: // JUnit's, TestNG's or NUnit's, by their root element
 		tests, err = parseJUnit(data, left)
 		resolveAttachments(name, tests)
 		p.junit, format = append(p.junit, tests...), "JUnit XML"
@@ -250,10 +233,10 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 			tests, err = parseNUnit(data, left)
 			p.nunit, format = append(p.nunit, tests...), "NUnit 3"
 		}
-	case "trx":
+	case resultfiles.TRX:
 		tests, err = parseTRX(data, left)
 		p.trx, format = append(p.trx, tests...), "TRX"
-	case "allure":
+	case resultfiles.Allure:
 		if left == 0 {
 			return fmt.Errorf("%w: more than %d test results", ErrLimit, maxTests)
 		}
@@ -266,8 +249,8 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 		p.tests++
 		p.answered["Allure"] = append(p.answered["Allure"], name)
 		return nil
-	case "playwright":
-		if !looksLikePlaywright(data) {
+	case resultfiles.Playwright:
+		if !resultfiles.LooksLikePlaywright(data) {
 			return ErrUnrecognized
 		}
 		tests, err = parsePlaywright(data, left)
@@ -279,11 +262,4 @@ func (p *dirParser) parse(name, kind string, data []byte) error {
 	}
 	p.tests += len(tests)
 	return err
-}
-
-// looksLikePlaywright is a cheap test that spares decoding every JSON file of a report folder
-// (Allure's generated report alone has one per test).
-func looksLikePlaywright(data []byte) bool {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	return bytes.HasPrefix(data, []byte("{")) && bytes.Contains(data, []byte(`"suites"`))
 }

@@ -2,12 +2,15 @@ package run
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"path"
 	"strings"
+	"time"
+	"verdict/internal/resultfiles"
 )
 
 // appDir holds a run's report folders in its container: collection copies it out once.
@@ -21,6 +24,26 @@ const skipBudget = 16 << 20
 
 // tarBlock is the size of a tar header, counted with each skipped entry's content.
 const tarBlock = 512
+
+// FoundFolder holds the result files a run wrote outside its report folders, under their path
+// in /app (/app/junit.xml is found-results/junit.xml): collection finds them in the copy of /app
+// (findResult), and the control plane keeps them as one more report folder.
+const FoundFolder = "found-results"
+
+// Bounds of the result files found outside the report folders.
+const (
+	maxFound      = 100      // files
+	maxFoundBytes = 64 << 20 // one file, as the parser's bound
+	maxFoundTotal = 64 << 20 // all of them
+	maxFoundDepth = 8        // folders below /app
+	// foundSlack is how long before its container started a file may have been written and
+	// still count as the run's: the engine's clock may be a little behind the runner's.
+	foundSlack = time.Minute
+)
+
+// notSearched are folders of dependencies and tools, never of a run's results.
+var notSearched = map[string]bool{"node_modules": true, ".git": true, ".venv": true, "venv": true,
+	"site-packages": true, "__pycache__": true, ".m2": true, ".gradle": true, ".npm": true, ".cache": true}
 
 // ReportFolders are the run's folders under /app to keep, from those listed: trimmed, without
 // repeats, and without those inside another listed folder (they are kept as part of it).
@@ -63,7 +86,7 @@ func PlaceEntry(rel string, folders []string) (folder, inFolder string, ok bool)
 // bytes outside the folders that copy is given up (the image is remembered as one with a big
 // /app) and the folders not met are copied one by one, as they all are without whole. A copy
 // that fails midway, or an archive Upload stopped reading, ends it with the error.
-func (r *Runner) archiveReports(ctx context.Context, id, image string, folders []string, whole bool, w io.Writer, log *slog.Logger) error {
+func (r *Runner) archiveReports(ctx context.Context, id, image string, folders []string, since time.Time, whole bool, w io.Writer, log *slog.Logger) error {
 	tw := tar.NewWriter(w)
 	remaining := folders
 	if whole {
@@ -74,7 +97,7 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 		case err != nil:
 			log.Warn("copying the report folders failed", "err", err)
 		default:
-			met, partial, err := filterApp(rc, folders, tw)
+			met, partial, err := filterApp(rc, folders, since, tw)
 			rc.Close()
 			if err != nil {
 				return err
@@ -109,13 +132,15 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 }
 
 // filterApp passes on the entries of src, an archive of appDir, that lie in folders, under
-// their path in /app. After skipBudget bytes outside the folders it stops reading: the folders
-// met so far are passed on whole (the engine's archive is a tree walk, which lists a folder's
-// entries together) and partial is true.
-func filterApp(src io.Reader, folders []string, tw *tar.Writer) (met map[string]bool, partial bool, err error) {
+// their path in /app, and the result files outside them that the run wrote (findResult) under
+// FoundFolder. After skipBudget bytes outside the folders it stops reading: the folders met so
+// far are passed on whole (the engine's archive is a tree walk, which lists a folder's entries
+// together) and partial is true.
+func filterApp(src io.Reader, folders []string, since time.Time, tw *tar.Writer) (met map[string]bool, partial bool, err error) {
 	tr := tar.NewReader(src)
 	met = map[string]bool{}
 	var skipped int64
+	f := finder{since: since.Add(-foundSlack)}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -127,8 +152,14 @@ func filterApp(src io.Reader, folders []string, tw *tar.Writer) (met map[string]
 		_, rel, found := strings.Cut(h.Name, "/") // the first component is appDir's own name
 		folder, _, ok := PlaceEntry(rel, folders)
 		if !found || !ok {
-			if skipped += tarBlock + max(h.Size, 0); skipped > skipBudget {
-				return met, true, nil
+			passed, err := f.pass(tw, h, rel, tr)
+			if err != nil {
+				return nil, false, err
+			}
+			if !passed {
+				if skipped += tarBlock + max(h.Size, 0); skipped > skipBudget {
+					return met, true, nil
+				}
 			}
 			continue
 		}
@@ -137,6 +168,42 @@ func filterApp(src io.Reader, folders []string, tw *tar.Writer) (met map[string]
 			return nil, false, err
 		}
 	}
+}
+
+// finder finds the result files a run wrote outside its report folders, within the bounds.
+type finder struct {
+	since time.Time // the run's: a file older than this was in the image
+	files int
+	bytes int64
+}
+
+// pass passes on the entry h at rel (its path under /app) under FoundFolder if it is a result
+// file of the run's: a regular file named as one (resultfiles.Kind), written since the run
+// started (a file of the image, such as a framework's own test fixture, is older), outside the
+// folders of dependencies, within the bounds, whose content looks like one (resultfiles.Looks).
+// A candidate is read whole to be looked at.
+func (f *finder) pass(tw *tar.Writer, h *tar.Header, rel string, data io.Reader) (bool, error) {
+	kind := resultfiles.Kind(rel)
+	if kind == "" || h.Typeflag != tar.TypeReg || h.ModTime.Before(f.since) || f.files >= maxFound ||
+		h.Size > maxFoundBytes || f.bytes+h.Size > maxFoundTotal || strings.Count(rel, "/") > maxFoundDepth {
+		return false, nil
+	}
+	dir := path.Dir(rel)
+	for _, part := range strings.Split(dir, "/") {
+		if notSearched[part] {
+			return false, nil
+		}
+	}
+	content, err := io.ReadAll(io.LimitReader(data, h.Size))
+	if err != nil {
+		return false, err
+	}
+	if !resultfiles.Looks(kind, content) {
+		return false, nil
+	}
+	f.files++
+	f.bytes += h.Size
+	return true, passEntry(tw, h, FoundFolder+"/"+rel, bytes.NewReader(content))
 }
 
 // copyFolder passes on the entries of src, an archive of folder alone (rooted at its base

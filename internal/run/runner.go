@@ -263,6 +263,7 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 		// Commands are checked when runs are queued; one queued before that check may not parse.
 		return fail("the command could not be read: %v", err)
 	}
+	started := time.Now()
 	id, err := r.Backend.Start(ctx, spec)
 	if err != nil {
 		if ended := endedBy(ctx); ended != nil {
@@ -329,7 +330,7 @@ func (r *Runner) carryOut(ctx context.Context, c claim, w *Work, log *slog.Logge
 	awaitLogs(logsDone, d, stopLogs, r.LogsGrace, log)
 
 	// Reports are kept for every run that got as far as a container, even a cancelled one.
-	reports := r.collectReports(c, w, id, log)
+	reports := r.collectReports(c, w, id, started, log)
 	if ended != nil {
 		ended.Reports = reports
 		return *ended
@@ -425,7 +426,7 @@ func (r *Runner) streamLogs(ctx context.Context, c claim, w *Work, id string, ma
 //
 // An upload the control plane could not take is made again, the archive copied afresh from the
 // container (which stays until the run's reports are in), for as long as the run is held.
-func (r *Runner) collectReports(c claim, w *Work, id string, log *slog.Logger) Reports {
+func (r *Runner) collectReports(c claim, w *Work, id string, started time.Time, log *slog.Logger) Reports {
 	folders := ReportFolders(reportFolders(w))
 	whole := !r.bigApp(w.Image)
 	var rep Reports
@@ -434,12 +435,12 @@ func (r *Runner) collectReports(c claim, w *Work, id string, log *slog.Logger) R
 		defer cancel()
 		var broke bool
 		var err error
-		rep, broke, err = r.upload(ctx, w, id, folders, whole, log)
+		rep, broke, err = r.upload(ctx, w, id, folders, started, whole, log)
 		if err != nil && broke && whole {
 			// Nothing of a broken archive is kept: the folders are copied again, one by one.
 			log.Warn("copying the report folders failed; copying them one by one", "err", err)
 			whole = false
-			rep, _, err = r.upload(ctx, w, id, folders, false, log)
+			rep, _, err = r.upload(ctx, w, id, folders, started, false, log)
 		}
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Too big or too slow to upload in time: another try would fare no better.
@@ -471,11 +472,11 @@ var errUploadReturned = errors.New("reports already stored or refused")
 
 // upload streams the archive of the report folders to Peer.Upload. broke: the copy out of the
 // container failed midway (not Upload).
-func (r *Runner) upload(ctx context.Context, w *Work, id string, folders []string, whole bool, log *slog.Logger) (rep Reports, broke bool, err error) {
+func (r *Runner) upload(ctx context.Context, w *Work, id string, folders []string, since time.Time, whole bool, log *slog.Logger) (rep Reports, broke bool, err error) {
 	pr, pw := io.Pipe()
 	produced := make(chan error, 1)
 	go func() {
-		err := r.archiveReports(ctx, id, w.Image, folders, whole, pw, log)
+		err := r.archiveReports(ctx, id, w.Image, folders, since, whole, pw, log)
 		pw.CloseWithError(err) // nil: the archive ends
 		produced <- err
 	}()

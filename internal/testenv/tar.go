@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TarEntry is one member of an archive Tar builds: a regular file by default, a folder when
@@ -13,7 +14,8 @@ import (
 type TarEntry struct {
 	Name, Body, Link string
 	Type             byte
-	Mode             int64 // 0: 0644 for a file, 0755 for a folder
+	Mode             int64     // 0: 0644 for a file, 0755 for a folder
+	ModTime          time.Time // zero: the epoch
 }
 
 // Tar builds a tar archive of entries, in order (the shape Docker's copy of a folder has).
@@ -22,7 +24,7 @@ func Tar(t testing.TB, entries ...TarEntry) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
-		h := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Link, Mode: e.Mode, Format: tar.FormatPAX}
+		h := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Link, Mode: e.Mode, ModTime: e.ModTime, Format: tar.FormatPAX}
 		if h.Typeflag == 0 {
 			h.Typeflag = tar.TypeReg
 			if strings.HasSuffix(e.Name, "/") {

@@ -93,40 +93,47 @@ func (p *peer) keepReports(ctx context.Context, e *domain.Execution, archive io.
 	// Recorded now, so that views link only folders that open without looking at the disk.
 	f.Indexes = report.IndexedDirs(ctx, p.Reports, e.OrganizationID, e.TaskID, f.Dirs)
 	if len(f.Dirs) > 0 && (p.ReportDir != nil || p.ReportFS != nil) {
-		// Results are the container's words: its secrets are masked in them as in its log.
-		mask, err := reportMask(p.Box, e.EnvCipher)
-		if err != nil {
-			f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
-			return f, nil
-		}
-		read, err := p.parseReports(ctx, e)
-		tests := read.Tests
-		if err != nil {
-			f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
-		}
-		if len(read.Files) > 0 {
-			f.Notes = append(f.Notes, mask(readNote(read)))
-		}
-		for i := range tests {
-			tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
-			for j := range tests[i].Attachments { // its path stays: it names a file of the reports
-				tests[i].Attachments[j].Name = mask(tests[i].Attachments[j].Name)
-			}
-		}
-		// The summary counts every test; the run keeps a bounded list of them, failures first,
-		// since every view of the run reads that list back whole.
-		var dropped int
-		f.Summary = domain.Summarize(tests)
-		if len(tests) > 0 && len(f.Indexes) == 0 && !slices.Contains(f.Dirs, report.ResultsFolder) {
-			p.keepResultsReport(ctx, e, tests, &f, limit(), log)
-		}
-		f.Tests, dropped = domain.KeepTests(tests)
-		if dropped > 0 {
-			f.Notes = append(f.Notes, fmt.Sprintf("%d more tests were not kept: a run keeps at most %d tests and %d KiB "+
-				"of test results, failures first; the summary counts them all", dropped, domain.MaxKeptTests, domain.MaxKeptTestBytes>>10))
-		}
+		p.readResults(ctx, e, &f, limit(), log)
 	}
 	return f, nil
+}
+
+// readResults reads the test results in the run's stored reports into f (masked like the log,
+// bounded, with a note of the files read), and keeps the results report of a run that wrote
+// results but no HTML report, within room bytes.
+func (p *peer) readResults(ctx context.Context, e *domain.Execution, f *run.Reports, room int64, log *slog.Logger) {
+	// Results are the container's words: its secrets are masked in them as in its log.
+	mask, err := reportMask(p.Box, e.EnvCipher)
+	if err != nil {
+		f.Notes = append(f.Notes, "test results were not read: the run's secrets to mask in them could not be decrypted")
+		return
+	}
+	read, err := p.parseReports(ctx, e)
+	tests := read.Tests
+	if err != nil {
+		f.Notes = append(f.Notes, mask("test results could not be read: "+err.Error()))
+	}
+	if len(read.Files) > 0 {
+		f.Notes = append(f.Notes, mask(readNote(read)))
+	}
+	for i := range tests {
+		tests[i].Name, tests[i].Suite, tests[i].Error = mask(tests[i].Name), mask(tests[i].Suite), mask(tests[i].Error)
+		for j := range tests[i].Attachments { // its path stays: it names a file of the reports
+			tests[i].Attachments[j].Name = mask(tests[i].Attachments[j].Name)
+		}
+	}
+	// The summary counts every test; the run keeps a bounded list of them, failures first,
+	// since every view of the run reads that list back whole.
+	var dropped int
+	f.Summary = domain.Summarize(tests)
+	if len(tests) > 0 && len(f.Indexes) == 0 && !slices.Contains(f.Dirs, report.ResultsFolder) {
+		p.keepResultsReport(ctx, e, tests, f, room, log)
+	}
+	f.Tests, dropped = domain.KeepTests(tests)
+	if dropped > 0 {
+		f.Notes = append(f.Notes, fmt.Sprintf("%d more tests were not kept: a run keeps at most %d tests and %d KiB "+
+			"of test results, failures first; the summary counts them all", dropped, domain.MaxKeptTests, domain.MaxKeptTestBytes>>10))
+	}
 }
 
 // keepResultsReport stores a results report of tests for a run whose suite wrote results but

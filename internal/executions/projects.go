@@ -174,72 +174,100 @@ func (s *Service) applyProjectInput(proj *domain.Project, in ProjectInput, old [
 		proj.Repository = r
 	}
 	if in.setURLs {
-		urls := map[string]string{}
-		for env, u := range in.TargetURLs {
-			if !validEnvironment(env) {
-				return domain.BadRequest("Validation error", "targetUrls keys must be development, staging or production")
-			}
-			if u != "" && !validURL(u) {
-				return domain.BadRequest("Validation error", "targetUrls."+env+" must be an http(s) URL")
-			}
-			if u != "" {
-				urls[env] = u
-			}
+		urls, err := targetURLs(in.TargetURLs)
+		if err != nil {
+			return err
 		}
 		proj.TargetURLs = urls
 	}
 	if in.setFolders {
-		if len(in.ReportFolders) > 20 {
-			return domain.BadRequest("Validation error", "at most 20 report folders")
-		}
-		var folders []string
-		for _, f := range in.ReportFolders {
-			clean, err := validateReportFolder(f)
-			if err != nil {
-				return err
-			}
-			folders = append(folders, clean)
+		folders, err := reportFolders(in.ReportFolders)
+		if err != nil {
+			return err
 		}
 		proj.ReportFolders = folders
 	}
 	if in.setEnv {
-		if len(in.EnvVars) > maxEnvVars {
-			return domain.BadRequest("Validation error", "at most 100 envVars")
-		}
-		seen := map[string]bool{}
-		var vars []domain.EnvVar
-		for _, v := range in.EnvVars {
-			if err := validateEnv(v.Key, v.Value); err != nil {
-				return err
-			}
-			if seen[v.Key] {
-				return domain.BadRequest("Validation error", "environment variable "+v.Key+" is given twice")
-			}
-			seen[v.Key] = true
-			if v.Secret {
-				if v.Value == Masked {
-					kept := false
-					for _, o := range old {
-						if o.Key == v.Key && o.Secret {
-							v.Value, kept = o.Value, true
-						}
-					}
-					if !kept {
-						return domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
-					}
-				} else {
-					sealed, err := s.box.Seal([]byte(v.Value))
-					if err != nil {
-						return err
-					}
-					v.Value = sealed
-				}
-			}
-			vars = append(vars, v)
+		vars, err := s.envVars(in.EnvVars, old)
+		if err != nil {
+			return err
 		}
 		proj.EnvVars = vars
 	}
 	return nil
+}
+
+// targetURLs checks a project's target URLs by environment; an empty one is left out.
+func targetURLs(in map[string]string) (map[string]string, error) {
+	urls := map[string]string{}
+	for env, u := range in {
+		if !validEnvironment(env) {
+			return nil, domain.BadRequest("Validation error", "targetUrls keys must be development, staging or production")
+		}
+		if u != "" && !validURL(u) {
+			return nil, domain.BadRequest("Validation error", "targetUrls."+env+" must be an http(s) URL")
+		}
+		if u != "" {
+			urls[env] = u
+		}
+	}
+	return urls, nil
+}
+
+// reportFolders checks and cleans a project's report folders.
+func reportFolders(in []string) ([]string, error) {
+	if len(in) > 20 {
+		return nil, domain.BadRequest("Validation error", "at most 20 report folders")
+	}
+	var folders []string
+	for _, f := range in {
+		clean, err := validateReportFolder(f)
+		if err != nil {
+			return nil, err
+		}
+		folders = append(folders, clean)
+	}
+	return folders, nil
+}
+
+// envVars checks a project's variables and seals new secrets; a secret sent as Masked keeps its
+// stored value from old.
+func (s *Service) envVars(in []domain.EnvVar, old []domain.EnvVar) ([]domain.EnvVar, error) {
+	if len(in) > maxEnvVars {
+		return nil, domain.BadRequest("Validation error", "at most 100 envVars")
+	}
+	seen := map[string]bool{}
+	var vars []domain.EnvVar
+	for _, v := range in {
+		if err := validateEnv(v.Key, v.Value); err != nil {
+			return nil, err
+		}
+		if seen[v.Key] {
+			return nil, domain.BadRequest("Validation error", "environment variable "+v.Key+" is given twice")
+		}
+		seen[v.Key] = true
+		if v.Secret {
+			if v.Value == Masked {
+				kept := false
+				for _, o := range old {
+					if o.Key == v.Key && o.Secret {
+						v.Value, kept = o.Value, true
+					}
+				}
+				if !kept {
+					return nil, domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
+				}
+			} else {
+				sealed, err := s.box.Seal([]byte(v.Value))
+				if err != nil {
+					return nil, err
+				}
+				v.Value = sealed
+			}
+		}
+		vars = append(vars, v)
+	}
+	return vars, nil
 }
 
 // Masked is how a secret's value is shown.

@@ -3,9 +3,11 @@ package executions
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"verdict/internal/billing"
+	"verdict/internal/crypto/secretbox"
 	"verdict/internal/domain"
 	"verdict/internal/identity"
 	"verdict/internal/store"
@@ -230,8 +232,7 @@ func reportFolders(in []string) ([]string, error) {
 	return folders, nil
 }
 
-// envVars checks a project's variables and seals new secrets; a secret sent as Masked keeps its
-// stored value from old.
+// envVars checks a project's variables and seals new secrets (SealSecrets).
 func (s *Service) envVars(in []domain.EnvVar, old []domain.EnvVar) ([]domain.EnvVar, error) {
 	if len(in) > maxEnvVars {
 		return nil, domain.BadRequest("Validation error", "at most 100 envVars")
@@ -246,28 +247,39 @@ func (s *Service) envVars(in []domain.EnvVar, old []domain.EnvVar) ([]domain.Env
 			return nil, domain.BadRequest("Validation error", "environment variable "+v.Key+" is given twice")
 		}
 		seen[v.Key] = true
-		if v.Secret {
-			if v.Value == Masked {
-				kept := false
-				for _, o := range old {
-					if o.Key == v.Key && o.Secret {
-						v.Value, kept = o.Value, true
-					}
-				}
-				if !kept {
-					return nil, domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
-				}
-			} else {
-				sealed, err := s.box.Seal([]byte(v.Value))
-				if err != nil {
-					return nil, err
-				}
-				v.Value = sealed
-			}
-		}
 		vars = append(vars, v)
 	}
-	return vars, nil
+	return SealSecrets(s.box, vars, old)
+}
+
+// SealSecrets seals the secret values of vars, a project's or a schedule's new variables; a
+// secret sent as Masked keeps its stored value from old, the variables it replaces.
+func SealSecrets(box *secretbox.Box, vars, old []domain.EnvVar) ([]domain.EnvVar, error) {
+	out := slices.Clone(vars) // nil stays nil, as the variables were stored before
+	for i := range out {
+		v := &out[i]
+		if !v.Secret {
+			continue
+		}
+		if v.Value != Masked {
+			sealed, err := box.Seal([]byte(v.Value))
+			if err != nil {
+				return nil, err
+			}
+			v.Value = sealed
+			continue
+		}
+		kept := false
+		for _, o := range old {
+			if o.Key == v.Key && o.Secret {
+				v.Value, kept = o.Value, true
+			}
+		}
+		if !kept {
+			return nil, domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
+		}
+	}
+	return out, nil
 }
 
 // Masked is how a secret's value is shown.

@@ -330,41 +330,13 @@ func (s *Service) apply(sc *domain.Schedule, in Input) (*Cron, error) {
 		return nil, err
 	}
 	if in.EnvVars != nil {
-		sealed, err := s.seal(vars, sc.EnvVars)
+		sealed, err := executions.SealSecrets(s.box, vars, sc.EnvVars)
 		if err != nil {
 			return nil, err
 		}
 		sc.EnvVars = sealed
 	}
 	return c, nil
-}
-
-// seal seals the secrets of vars; a secret sent as executions.Masked keeps old's value.
-func (s *Service) seal(vars, old []domain.EnvVar) ([]domain.EnvVar, error) {
-	out := make([]domain.EnvVar, 0, len(vars))
-	for _, v := range vars {
-		if v.Secret {
-			if v.Value == executions.Masked {
-				kept := false
-				for _, o := range old {
-					if o.Key == v.Key && o.Secret {
-						v.Value, kept = o.Value, true
-					}
-				}
-				if !kept {
-					return nil, domain.BadRequest("Validation error", "secret "+v.Key+" has no stored value to keep; send its value")
-				}
-			} else {
-				sealed, err := s.box.Seal([]byte(v.Value))
-				if err != nil {
-					return nil, err
-				}
-				v.Value = sealed
-			}
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 // view is sc as shown: secrets masked, and its next fire times while enabled.

@@ -295,12 +295,17 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	const window = ` ORDER BY queued_at DESC, id DESC LIMIT CAST(? AS BIGINT) OFFSET CAST(? AS BIGINT)`
 	pageArgs := append(args[:len(args):len(args)], limit, offset)
 	// The ID query counts the filter's runs too (a window over the same index range), which saves
-	// a second statement (a round trip on PostgreSQL) on every full page. It reads the page's
-	// runs' versions (runRef) by their primary key after the window, so the count still reads the
-	// index alone.
-	execs, total, err := r.cachedPage(ctx, orgID, `SELECT p.id, p.total, e.version
-		FROM (SELECT id, queued_at, COUNT(*) OVER () AS total FROM executions WHERE `+cond+window+`) p
-		JOIN executions e ON e.id = p.id ORDER BY p.queued_at DESC, p.id DESC`, pageArgs)
+	// a second statement (a round trip on PostgreSQL) on every full page. On SQLite it reads the
+	// page's runs' versions (runRef) by their primary key after the window, so the count still
+	// reads the index alone; PostgreSQL's index of the list holds the versions.
+	idQuery := `SELECT p.id, p.total, e.version
+		FROM (SELECT id, queued_at, COUNT(*) OVER () AS total FROM executions WHERE ` + cond + window + `) p
+		JOIN executions e ON e.id = p.id ORDER BY p.queued_at DESC, p.id DESC`
+	if r.s.d.name == "postgres" {
+		// One index-only scan of executions_listed (migration 00030), which holds the versions.
+		idQuery = `SELECT id, COUNT(*) OVER () AS total, version FROM executions WHERE ` + cond + window
+	}
+	execs, total, err := r.cachedPage(ctx, orgID, idQuery, pageArgs)
 	if err == errUncached {
 		total = -1
 		var versions []int64

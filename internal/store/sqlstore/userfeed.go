@@ -77,7 +77,11 @@ func (f *userFeed) listen(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	defer conn.Close(context.Background())
+	defer func() {
+		closing, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(closing) // a connection that stopped answering is not waited for
+	}()
 	if err := conn.Exec(ctx, "LISTEN "+usersChannel).Close(); err != nil {
 		return
 	}

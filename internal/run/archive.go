@@ -33,7 +33,7 @@ const FoundFolder = "found-results"
 // Bounds of the result files found outside the report folders.
 const (
 	maxFound      = 100      // files
-	maxFoundBytes = 64 << 20 // one file, as the parser's bound
+	maxFoundBytes = 16 << 20 // one file: it is held in memory while it is looked at
 	maxFoundTotal = 64 << 20 // all of them
 	maxFoundDepth = 8        // folders below /app
 	// foundSlack is how long before its container started a file may have been written and

@@ -27,7 +27,8 @@ const tarBlock = 512
 
 // FoundFolder holds the result files a run wrote outside its report folders, under their path
 // in /app (/app/junit.xml is found-results/junit.xml): collection finds them in the copy of /app
-// (findResult), and the control plane keeps them as one more report folder.
+// (finder), or, when /app is too big to copy whole, among the files the backend says the run
+// wrote (ChangeLister); the control plane keeps them as one more report folder.
 const FoundFolder = "found-results"
 
 // Bounds of the result files found outside the report folders.
@@ -89,6 +90,8 @@ func PlaceEntry(rel string, folders []string) (folder, inFolder string, ok bool)
 func (r *Runner) archiveReports(ctx context.Context, id, image string, folders []string, since time.Time, whole bool, w io.Writer, log *slog.Logger) error {
 	tw := tar.NewWriter(w)
 	remaining := folders
+	f := newFinder(since)
+	searched := false // the whole of /app was read for result files
 	if whole {
 		rc, err := r.Backend.CopyOut(ctx, id, appDir)
 		switch {
@@ -97,12 +100,12 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 		case err != nil:
 			log.Warn("copying the report folders failed", "err", err)
 		default:
-			met, partial, err := filterApp(rc, folders, since, tw)
+			met, partial, err := filterApp(rc, folders, f, tw)
 			rc.Close()
 			if err != nil {
 				return err
 			}
-			remaining = nil
+			remaining, searched = nil, !partial
 			if partial {
 				r.rememberBigApp(image)
 				for _, f := range folders {
@@ -128,19 +131,79 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 			return err
 		}
 	}
+	if !searched {
+		if err := r.copyChangedResults(ctx, id, folders, f, tw, log); err != nil {
+			return err
+		}
+	}
 	return tw.Close()
 }
 
+// copyChangedResults passes on the result files the run wrote outside its folders when /app
+// was too big to read whole: a backend that lists what a container wrote (ChangeLister) names
+// them, and each is copied alone. Without one, only the report folders are kept.
+func (r *Runner) copyChangedResults(ctx context.Context, id string, folders []string, f *finder, tw *tar.Writer, log *slog.Logger) error {
+	lister, ok := r.Backend.(ChangeLister)
+	if !ok {
+		return nil
+	}
+	changed, err := lister.Changed(ctx, id)
+	if err != nil {
+		log.Warn("listing the files the run wrote failed; result files outside the report folders are not looked for", "err", err)
+		return nil
+	}
+	for _, p := range changed {
+		rel, ok := strings.CutPrefix(p, appDir+"/")
+		if !ok || f.full() || !f.candidate(rel) {
+			continue
+		}
+		if _, _, inFolder := PlaceEntry(rel, folders); inFolder {
+			continue
+		}
+		rc, err := r.Backend.CopyOut(ctx, id, p)
+		if errors.Is(err, ErrPathNotFound) {
+			continue
+		}
+		if err != nil {
+			log.Warn("copying a result file failed", "path", p, "err", err)
+			continue
+		}
+		err = passOne(rc, rel, f, tw)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// passOne passes on the file of src, an archive of one file (rooted at its base name), as the
+// result file at rel under /app if the finder takes it.
+func passOne(src io.Reader, rel string, f *finder, tw *tar.Writer) error {
+	tr := tar.NewReader(src)
+	h, err := tr.Next()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if h.Name != path.Base(rel) {
+		return nil
+	}
+	_, err = f.pass(tw, h, rel, tr)
+	return err
+}
+
 // filterApp passes on the entries of src, an archive of appDir, that lie in folders, under
-// their path in /app, and the result files outside them that the run wrote (findResult) under
+// their path in /app, and the result files outside them that the run wrote (finder) under
 // FoundFolder. After skipBudget bytes outside the folders it stops reading: the folders met so
 // far are passed on whole (the engine's archive is a tree walk, which lists a folder's entries
 // together) and partial is true.
-func filterApp(src io.Reader, folders []string, since time.Time, tw *tar.Writer) (met map[string]bool, partial bool, err error) {
+func filterApp(src io.Reader, folders []string, f *finder, tw *tar.Writer) (met map[string]bool, partial bool, err error) {
 	tr := tar.NewReader(src)
 	met = map[string]bool{}
 	var skipped int64
-	f := finder{since: since.Add(-foundSlack)}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -172,9 +235,31 @@ func filterApp(src io.Reader, folders []string, since time.Time, tw *tar.Writer)
 
 // finder finds the result files a run wrote outside its report folders, within the bounds.
 type finder struct {
-	since time.Time // the run's: a file older than this was in the image
-	files int
-	bytes int64
+	since  time.Time // the run's: a file older than this was in the image
+	files  int
+	bytes  int64
+	passed map[string]bool // by path under /app
+}
+
+func newFinder(started time.Time) *finder {
+	return &finder{since: started.Add(-foundSlack), passed: map[string]bool{}}
+}
+
+// full tells whether no more files may be found.
+func (f *finder) full() bool { return f.files >= maxFound || f.bytes >= maxFoundTotal }
+
+// candidate tells by its path alone whether rel, a path under /app, may be a result file to
+// look at: named as one, not passed already, not too deep, not in dependencies' folders.
+func (f *finder) candidate(rel string) bool {
+	if resultfiles.Kind(rel) == "" || f.passed[rel] || strings.Count(rel, "/") > maxFoundDepth {
+		return false
+	}
+	for _, part := range strings.Split(path.Dir(rel), "/") {
+		if notSearched[part] {
+			return false
+		}
+	}
+	return true
 }
 
 // pass passes on the entry h at rel (its path under /app) under FoundFolder if it is a result
@@ -183,26 +268,20 @@ type finder struct {
 // folders of dependencies, within the bounds, whose content looks like one (resultfiles.Looks).
 // A candidate is read whole to be looked at.
 func (f *finder) pass(tw *tar.Writer, h *tar.Header, rel string, data io.Reader) (bool, error) {
-	kind := resultfiles.Kind(rel)
-	if kind == "" || h.Typeflag != tar.TypeReg || h.ModTime.Before(f.since) || f.files >= maxFound ||
-		h.Size > maxFoundBytes || f.bytes+h.Size > maxFoundTotal || strings.Count(rel, "/") > maxFoundDepth {
+	if !f.candidate(rel) || h.Typeflag != tar.TypeReg || h.ModTime.Before(f.since) || f.full() ||
+		h.Size > maxFoundBytes || f.bytes+h.Size > maxFoundTotal {
 		return false, nil
-	}
-	dir := path.Dir(rel)
-	for _, part := range strings.Split(dir, "/") {
-		if notSearched[part] {
-			return false, nil
-		}
 	}
 	content, err := io.ReadAll(io.LimitReader(data, h.Size))
 	if err != nil {
 		return false, err
 	}
-	if !resultfiles.Looks(kind, content) {
+	if !resultfiles.Looks(resultfiles.Kind(rel), content) {
 		return false, nil
 	}
 	f.files++
 	f.bytes += h.Size
+	f.passed[rel] = true
 	return true, passEntry(tw, h, FoundFolder+"/"+rel, bytes.NewReader(content))
 }
 

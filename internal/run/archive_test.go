@@ -64,7 +64,7 @@ func TestFilterAppAndCopyFolder(t *testing.T) {
 		testenv.TarEntry{Name: "app/node_modules/m.js", Body: "module"},
 		testenv.TarEntry{Name: "app/a/b/r.txt", Body: "r"},
 	)
-	met, partial, err := filterApp(bytes.NewReader(app), []string{"junit", "a/b", "reports"}, time.Now(), tw)
+	met, partial, err := filterApp(bytes.NewReader(app), []string{"junit", "a/b", "reports"}, newFinder(time.Now()), tw)
 	if err != nil || partial || !met["junit"] || !met["a/b"] || met["reports"] {
 		t.Fatalf("filterApp: %v, partial %v, met %v", err, partial, met)
 	}
@@ -105,7 +105,7 @@ func TestFilterAppFindsTheRunsResultFiles(t *testing.T) {
 	)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if _, _, err := filterApp(bytes.NewReader(app), []string{"junit"}, started, tw); err != nil {
+	if _, _, err := filterApp(bytes.NewReader(app), []string{"junit"}, newFinder(started), tw); err != nil {
 		t.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {
@@ -128,7 +128,7 @@ func TestFilterAppFindsTheRunsResultFiles(t *testing.T) {
 	}
 	buf.Reset()
 	tw = tar.NewWriter(&buf)
-	if _, _, err := filterApp(bytes.NewReader(testenv.Tar(t, many...)), nil, started, tw); err != nil {
+	if _, _, err := filterApp(bytes.NewReader(testenv.Tar(t, many...)), nil, newFinder(started), tw); err != nil {
 		t.Fatal(err)
 	}
 	tw.Close()

@@ -128,5 +128,12 @@ type RunnerSweeper interface {
 	SweepRunner(ctx context.Context, id string) error
 }
 
+// ChangeLister is a Backend that lists what a container wrote: the paths of the files it added
+// or changed since it started, whatever their folder. Collection looks there for result files
+// outside the report folders when /app is too big to copy whole.
+type ChangeLister interface {
+	Changed(ctx context.Context, id string) ([]string, error)
+}
+
 // ErrPathNotFound: CopyOut's path does not exist in the container.
 var ErrPathNotFound = errors.New("path not found in container")

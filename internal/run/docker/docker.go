@@ -140,7 +140,10 @@ const (
 // startTimeout bounds creating and starting a container, which a cancelled run does not abort.
 const startTimeout = 2 * time.Minute
 
-var _ run.Backend = (*Backend)(nil)
+var (
+	_ run.Backend      = (*Backend)(nil)
+	_ run.ChangeLister = (*Backend)(nil)
+)
 
 // New returns a backend for the engine at host ("unix:///var/run/docker.sock",
 // "tcp://host:2375"); an empty host means the environment's DOCKER_HOST (and its TLS
@@ -687,6 +690,22 @@ func (b *Backend) CopyOut(ctx context.Context, id, p string) (io.ReadCloser, err
 		return nil, fmt.Errorf("copy %s out of container %s: %w", p, id, err)
 	}
 	return res.Content, nil
+}
+
+// Changed lists the paths the container added or changed (the engine's diff of its writable
+// layer against its image: it reads that layer alone, however big the image).
+func (b *Backend) Changed(ctx context.Context, id string) ([]string, error) {
+	res, err := b.cli.ContainerDiff(ctx, id, client.ContainerDiffOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the changes of container %s: %w", id, err)
+	}
+	var paths []string
+	for _, c := range res.Changes {
+		if c.Kind == container.ChangeAdd || c.Kind == container.ChangeModify {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths, nil
 }
 
 // Stop sends SIGTERM and kills the container after grace (rounded up to whole seconds, the

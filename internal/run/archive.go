@@ -92,6 +92,10 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 	remaining := folders
 	f := newFinder(since)
 	searched := false // the whole of /app was read for result files
+	var changed <-chan changeList
+	if !whole {
+		changed = r.listChanged(ctx, id) // beside the folders' copies: the engine takes a while
+	}
 	if whole {
 		rc, err := r.Backend.CopyOut(ctx, id, appDir)
 		switch {
@@ -107,6 +111,7 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 			}
 			remaining, searched = nil, !partial
 			if partial {
+				changed = r.listChanged(ctx, id)
 				r.rememberBigApp(image)
 				for _, f := range folders {
 					if !met[f] {
@@ -131,28 +136,49 @@ func (r *Runner) archiveReports(ctx context.Context, id, image string, folders [
 			return err
 		}
 	}
-	if !searched {
-		if err := r.copyChangedResults(ctx, id, folders, f, tw, log); err != nil {
+	if !searched && changed != nil {
+		if err := r.copyChangedResults(ctx, id, folders, <-changed, f, tw, log); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
 }
 
-// copyChangedResults passes on the result files the run wrote outside its folders when /app
-// was too big to read whole: a backend that lists what a container wrote (ChangeLister) names
-// them, and each is copied alone. Without one, only the report folders are kept.
-func (r *Runner) copyChangedResults(ctx context.Context, id string, folders []string, f *finder, tw *tar.Writer, log *slog.Logger) error {
+// changeList is what a ChangeLister answered; ok is false for a backend that is none.
+type changeList struct {
+	paths []string
+	err   error
+	ok    bool
+}
+
+// listChanged asks the backend, if it is a ChangeLister, what the container wrote, and
+// answers on the channel once it knows.
+func (r *Runner) listChanged(ctx context.Context, id string) <-chan changeList {
+	out := make(chan changeList, 1)
 	lister, ok := r.Backend.(ChangeLister)
 	if !ok {
+		out <- changeList{}
+		return out
+	}
+	go func() {
+		paths, err := lister.Changed(ctx, id)
+		out <- changeList{paths: paths, err: err, ok: true}
+	}()
+	return out
+}
+
+// copyChangedResults passes on the result files the run wrote outside its folders when /app
+// was too big to read whole: the backend's list of what the container wrote (ChangeLister)
+// names them, and each is copied alone. Without one, only the report folders are kept.
+func (r *Runner) copyChangedResults(ctx context.Context, id string, folders []string, changed changeList, f *finder, tw *tar.Writer, log *slog.Logger) error {
+	if !changed.ok {
 		return nil
 	}
-	changed, err := lister.Changed(ctx, id)
-	if err != nil {
-		log.Warn("listing the files the run wrote failed; result files outside the report folders are not looked for", "err", err)
+	if changed.err != nil {
+		log.Warn("listing the files the run wrote failed; result files outside the report folders are not looked for", "err", changed.err)
 		return nil
 	}
-	for _, p := range changed {
+	for _, p := range changed.paths {
 		rel, ok := strings.CutPrefix(p, appDir+"/")
 		if !ok || f.full() || !f.candidate(rel) {
 			continue

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shell helpers the service scripts share (scripts/services.sh, scripts/kube-cluster.sh).
+# Shell helpers the scripts share (services, the Kubernetes cluster, chaos, the vendoring scripts).
 # Source it after setting LOG_PREFIX; progress and errors go to stderr.
 
 log() { printf '%s: %s\n' "$LOG_PREFIX" "$*" >&2; }
@@ -44,4 +44,20 @@ wait_for() {
 		sleep 0.5
 	done
 	return 1
+}
+
+# npm_tarball NAME VERSION INTEGRITY FILE downloads NAME@VERSION's tarball from the npm registry
+# (NPM_REGISTRY, default registry.npmjs.org) into FILE after checking that the SHA-512 integrity
+# the registry publishes and the tarball's own checksum both equal INTEGRITY, the one pinned by
+# the caller: nothing unpinned is ever extracted.
+npm_tarball() {
+	local name=$1 version=$2 pinned=$3 file=$4
+	local registry=${NPM_REGISTRY:-https://registry.npmjs.org} meta tarball published actual
+	meta=$(curl -fsSL "$registry/$name/$version") || die "cannot read $name@$version from $registry"
+	tarball=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["tarball"])')
+	published=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["integrity"])')
+	[ "$published" = "$pinned" ] || die "$name@$version: the registry publishes $published, pinned is $pinned"
+	curl -fsSL -o "$file" "$tarball" || die "cannot download $tarball"
+	actual="sha512-$(openssl dgst -sha512 -binary "$file" | base64 -w0)"
+	[ "$actual" = "$pinned" ] || die "$name@$version: the tarball's checksum is $actual, want $pinned"
 }

@@ -11,7 +11,6 @@
 # websocket, which Verdict does not have.
 set -euo pipefail
 
-REGISTRY=${NPM_REGISTRY:-https://registry.npmjs.org}
 PW_VERSION=1.65.1
 PW_INTEGRITY=sha512-hqPpz7blSMPxWVdoeE1yiBSzXsKiVOd2k+kjCvmUywD2GPO2Dd9HfcWnq9NN0GHbNZDFgZ9JfBFr+X5/BLo0qw==
 
@@ -20,18 +19,11 @@ out=$root/internal/traceviewer/dist
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-die() {
-	printf 'update-trace-viewer: ERROR: %s\n' "$*" >&2
-	exit 1
-}
+LOG_PREFIX=update-trace-viewer
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
 
-meta=$(curl -fsSL "$REGISTRY/playwright-core/$PW_VERSION") || die "cannot read playwright-core@$PW_VERSION from $REGISTRY"
-tarball=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["tarball"])')
-published=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["integrity"])')
-[ "$published" = "$PW_INTEGRITY" ] || die "playwright-core@$PW_VERSION: the registry publishes $published, pinned is $PW_INTEGRITY"
-curl -fsSL -o "$tmp/pw.tgz" "$tarball" || die "cannot download $tarball"
-actual="sha512-$(openssl dgst -sha512 -binary "$tmp/pw.tgz" | base64 -w0)"
-[ "$actual" = "$PW_INTEGRITY" ] || die "playwright-core@$PW_VERSION: the tarball's checksum is $actual, want $PW_INTEGRITY"
+npm_tarball playwright-core "$PW_VERSION" "$PW_INTEGRITY" "$tmp/pw.tgz"
 tar -xzf "$tmp/pw.tgz" -C "$tmp" package/lib/vite/traceViewer package/LICENSE package/NOTICE
 [ -f "$tmp/package/lib/vite/traceViewer/index.html" ] && [ -f "$tmp/package/lib/vite/traceViewer/sw.bundle.js" ] ||
 	die "playwright-core@$PW_VERSION has no trace viewer at lib/vite/traceViewer"

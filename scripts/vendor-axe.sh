@@ -9,7 +9,6 @@
 # extracted.
 set -euo pipefail
 
-REGISTRY=${NPM_REGISTRY:-https://registry.npmjs.org}
 AXE_VERSION=4.10.3
 AXE_INTEGRITY=sha512-Xm7bpRXnDSX2YE2YFfBk2FnF0ep6tmG7xPh8iHee8MIcrgq762Nkce856dYtJYLkuIoYZvGfTs/PbZhideTcEg==
 
@@ -18,18 +17,11 @@ out=$root/internal/app/testdata/axe-core
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-die() {
-	printf 'vendor-axe: ERROR: %s\n' "$*" >&2
-	exit 1
-}
+LOG_PREFIX=vendor-axe
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"
 
-meta=$(curl -fsSL "$REGISTRY/axe-core/$AXE_VERSION") || die "cannot read axe-core@$AXE_VERSION from $REGISTRY"
-tarball=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["tarball"])')
-published=$(printf '%s' "$meta" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dist"]["integrity"])')
-[ "$published" = "$AXE_INTEGRITY" ] || die "axe-core@$AXE_VERSION: the registry publishes $published, pinned is $AXE_INTEGRITY"
-curl -fsSL -o "$tmp/axe.tgz" "$tarball" || die "cannot download $tarball"
-actual="sha512-$(openssl dgst -sha512 -binary "$tmp/axe.tgz" | base64 -w0)"
-[ "$actual" = "$AXE_INTEGRITY" ] || die "axe-core@$AXE_VERSION: the tarball's checksum is $actual, want $AXE_INTEGRITY"
+npm_tarball axe-core "$AXE_VERSION" "$AXE_INTEGRITY" "$tmp/axe.tgz"
 tar -xzf "$tmp/axe.tgz" -C "$tmp" package/axe.min.js package/LICENSE
 mkdir -p "$out"
 cp "$tmp/package/axe.min.js" "$out/axe.min.js"

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 )
 
 // A SQLite database belongs to one process: the file is local, and this Store is its only
@@ -76,27 +77,40 @@ func (g *tableGens) pageGen(orgID string) uint64 {
 // references (leafTables), "" for a SELECT, "*" for another DELETE or a statement of another
 // kind.
 func writtenTable(query string) string {
-	f := strings.Fields(query)
-	if len(f) == 0 {
+	// The first three words alone, without splitting the whole statement: this runs on every
+	// write (each stored log chunk among them).
+	verb, rest := nextWord(query)
+	second, rest := nextWord(rest)
+	third, _ := nextWord(rest)
+	switch strings.ToUpper(verb) {
+	case "":
 		return "*"
-	}
-	switch strings.ToUpper(f[0]) {
 	case "SELECT":
 		return ""
 	case "INSERT":
-		if len(f) > 2 && strings.EqualFold(f[1], "INTO") {
-			return tableName(f[2])
+		if third != "" && strings.EqualFold(second, "INTO") {
+			return tableName(third)
 		}
 	case "UPDATE":
-		if len(f) > 1 {
-			return tableName(f[1])
+		if second != "" {
+			return tableName(second)
 		}
 	case "DELETE":
-		if len(f) > 2 && strings.EqualFold(f[1], "FROM") && leafTables[tableName(f[2])] {
-			return tableName(f[2])
+		if third != "" && strings.EqualFold(second, "FROM") && leafTables[tableName(third)] {
+			return tableName(third)
 		}
 	}
 	return "*"
+}
+
+// nextWord is s's first word (as strings.Fields splits) and what follows it.
+func nextWord(s string) (word, rest string) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	end := strings.IndexFunc(s, unicode.IsSpace)
+	if end < 0 {
+		return s, ""
+	}
+	return s[:end], s[end:]
 }
 
 // leafTables are tables no foreign key references: a DELETE from one cascades nowhere. A run's

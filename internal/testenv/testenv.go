@@ -78,7 +78,7 @@ func PostgresDB(t testing.TB) string {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	name := "verdict_test_" + strings.ToLower(randomSuffix())
+	name := "verdict_test_" + strings.ToLower(Suffix())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
@@ -117,7 +117,7 @@ func StripeMock(t testing.TB) string {
 }
 
 // KeyPrefix returns a unique key prefix for one test's Redis keys.
-func KeyPrefix(t testing.TB) string { return "test:" + randomSuffix() + ":" }
+func KeyPrefix(t testing.TB) string { return "test:" + Suffix() + ":" }
 
 // DockerHost returns the Docker engine address (DOCKER_HOST or the local socket) after
 // checking that the socket exists.
@@ -133,10 +133,8 @@ func DockerHost(t testing.TB) string {
 	return h
 }
 
-func randomSuffix() string { return domain.RandomHex(6) }
-
 // Suffix is a short random name part, so that tests sharing a service do not meet.
-func Suffix() string { return randomSuffix() }
+func Suffix() string { return domain.RandomHex(6) }
 
 // RunWaiting runs a package's tests with up to n parallel tests at once, where go test's
 // default is one per CPU: for packages whose parallel tests mostly wait out real timers (leases,

@@ -43,7 +43,7 @@ func (h *harness) finishWithReports(a auth, dataDir, orgID, taskID string, files
 	ctx := context.Background()
 	h.queue(a, map[string]any{"image": failImage, "taskId": taskID})
 	now := h.clock.Now()
-	e, err := h.app.Store.Executions().Claim(ctx, "test-runner", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 })
+	e, err := h.app.Store.Executions().Claim(ctx, "test-runner", "", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 })
 	if err != nil || e == nil || e.TaskID != taskID {
 		h.t.Fatalf("claim %s: %v, %v", taskID, e, err)
 	}

@@ -36,7 +36,7 @@ func TestReconcileOnStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if c, err := st.Executions().Claim(ctx, runnerID, "", now, now.Add(time.Hour), func(domain.Plan) int { return 5 }); err != nil || c == nil {
+	if c, err := st.Executions().Claim(ctx, runnerID, "", "", now, now.Add(time.Hour), func(domain.Plan) int { return 5 }); err != nil || c == nil {
 		t.Fatalf("claim: %v %v", c, err)
 	}
 	labels := map[string]string{run.LabelManaged: "true", run.LabelRunner: runnerID, run.LabelOrg: admin.orgID, run.LabelTask: "before-crash"}

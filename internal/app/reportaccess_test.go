@@ -27,7 +27,7 @@ func (h *harness) reportRun(a auth, dataDir, orgID, taskID string) {
 	ctx := context.Background()
 	h.queue(a, map[string]any{"image": passImage, "taskId": taskID})
 	now := h.clock.Now()
-	e, err := h.app.Store.Executions().Claim(ctx, "test-runner", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 })
+	e, err := h.app.Store.Executions().Claim(ctx, "test-runner", "", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 })
 	if err != nil || e == nil || e.TaskID != taskID {
 		h.t.Fatalf("claim %s: %v, %v", taskID, e, err)
 	}

@@ -423,7 +423,7 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	c, err := st.Executions().Claim(ctx, "dead-runner", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 })
+	c, err := st.Executions().Claim(ctx, "dead-runner", "", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 })
 	if err != nil || c == nil || c.TaskID != "orphan" {
 		t.Fatalf("claim: %+v %v", c, err)
 	}

@@ -270,7 +270,7 @@ func TestShardLost(t *testing.T) {
 				t.Helper()
 				for i := 0; i < want; i++ {
 					now := time.Now().UTC()
-					c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", now, now.Add(500*time.Millisecond), func(domain.Plan) int { return 5 })
+					c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", "", now, now.Add(500*time.Millisecond), func(domain.Plan) int { return 5 })
 					if err != nil || c == nil || !c.IsShard() {
 						t.Fatalf("claim %d: %+v %v", i, c, err)
 					}
@@ -279,7 +279,7 @@ func TestShardLost(t *testing.T) {
 			claimAll(2)
 			// The run's own record is never claimed: it holds no slot and runs no container.
 			now := time.Now().UTC()
-			if c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 }); err != nil || c != nil {
+			if c, err := h.app.Store.Executions().Claim(ctx, "dead-runner", "", "", now, now.Add(time.Second), func(domain.Plan) int { return 5 }); err != nil || c != nil {
 				t.Fatalf("a third claim of a 2-shard run: %+v %v", c, err)
 			}
 			// Started again: both back to PENDING, marked restarted.
@@ -400,7 +400,7 @@ func TestShardedRunStranded(t *testing.T) {
 			st := h.app.Store.Executions()
 			for i := 0; i < 2; i++ {
 				now := time.Now().UTC()
-				c, err := st.Claim(ctx, "gone-runner", "", now, now.Add(time.Hour), func(domain.Plan) int { return 5 })
+				c, err := st.Claim(ctx, "gone-runner", "", "", now, now.Add(time.Hour), func(domain.Plan) int { return 5 })
 				if err != nil || c == nil || !c.IsShard() {
 					t.Fatalf("claim: %+v %v", c, err)
 				}

@@ -90,7 +90,7 @@ func TestReaperGivesRunnersAGraceAfterAnOutage(t *testing.T) {
 	claim := func(task string) *domain.Execution {
 		t.Helper()
 		queueRun(t, st, org, task, clock.Now().Add(-time.Minute))
-		e, err := st.Executions().Claim(ctx, "r1", "", clock.Now(), clock.Now().Add(time.Minute), limitFor)
+		e, err := st.Executions().Claim(ctx, "r1", "", "", clock.Now(), clock.Now().Add(time.Minute), limitFor)
 		if err != nil || e == nil || e.TaskID != task {
 			t.Fatalf("claim %s: %+v, %v", task, e, err)
 		}

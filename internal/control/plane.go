@@ -73,7 +73,7 @@ func (p *Plane) Peer(runnerID string) run.Peer { return p.InstancePeer(runnerID,
 // only when that process claimed it. Another process under the same runner ID (the same name
 // and secret) can report on none of them; a restarted runner is a new instance, and the runs
 // of its earlier life are left to their leases.
-func (p *Plane) InstancePeer(runnerID, instance string) run.Peer {
+func (p *Plane) InstancePeer(runnerID, instance string) run.RemotePeer {
 	if p.Log == nil {
 		p.Log = slog.Default()
 	}
@@ -97,9 +97,25 @@ func limitFor(p domain.Plan) int { return domain.LimitsFor(p).MaxConcurrentRuns 
 // Next claims a run, announces it, and unseals its variables. A run whose variables cannot be
 // unsealed is ended ERROR here, and the next one claimed.
 func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
+	return p.NextClaim(ctx, lease, "")
+}
+
+// NextClaim is Next for the runner's ask claim: the run that ask claimed already, while this
+// process holds it (its answer was lost, maybe with the replica that gave it), else a new one
+// claimed under claim.
+func (p *peer) NextClaim(ctx context.Context, lease time.Duration, claim string) (*run.Work, error) {
+	if claim != "" {
+		e, err := p.Store.Executions().Claimed(ctx, p.runnerID, p.instance, claim)
+		if err == nil {
+			return p.work(ctx, e)
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, p.unavailable(ctx, err)
+		}
+	}
 	for {
 		now := p.Clock()
-		e, err := p.Store.Executions().Claim(ctx, p.runnerID, p.instance, now, now.Add(lease), limitFor)
+		e, err := p.Store.Executions().Claim(ctx, p.runnerID, p.instance, claim, now, now.Add(lease), limitFor)
 		if err != nil || e == nil {
 			return nil, p.unavailable(ctx, err)
 		}
@@ -111,27 +127,35 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 		if p.Metrics != nil {
 			p.Metrics.RunStarted(e) // a shard's container waits in the queue as a run does
 		}
-		env, err := OpenEnv(p.Box, e.EnvCipher)
-		if err != nil {
-			log := p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID)
-			f := store.Finish{Status: domain.ExecError, Error: "the run's variables could not be decrypted", FinishedAt: p.Clock()}
-			if err := p.settle(ctx, e, f, log); err != nil {
-				log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
-			}
-			log.Info("run finished", "status", f.Status, "error", f.Error)
-			continue
+		if w, err := p.work(ctx, e); err == nil {
+			return w, nil
 		}
-		p.mu.Lock()
-		p.held[e.ID] = e
-		p.mu.Unlock()
-		w := &run.Work{ID: e.ID, OrganizationID: e.OrganizationID, TaskID: e.TaskID, Image: e.Image,
-			Command: e.Command, BaseURL: e.BaseURL, Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds,
-			ReportFolders: e.ReportFolders, Env: env}
-		if e.IsShard() {
-			w.Shard = p.shardWork(ctx, e, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
-		}
-		return w, nil
 	}
+}
+
+// work is claimed run e as its runner needs it, held by this door. A run whose variables cannot
+// be unsealed is ended ERROR, and its error returned.
+func (p *peer) work(ctx context.Context, e *domain.Execution) (*run.Work, error) {
+	env, err := OpenEnv(p.Box, e.EnvCipher)
+	if err != nil {
+		log := p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID)
+		f := store.Finish{Status: domain.ExecError, Error: "the run's variables could not be decrypted", FinishedAt: p.Clock()}
+		if err := p.settle(ctx, e, f, log); err != nil {
+			log.Warn("settling the run failed (it may have been ended by the lease reaper)", "err", err)
+		}
+		log.Info("run finished", "status", f.Status, "error", f.Error)
+		return nil, err
+	}
+	p.mu.Lock()
+	p.held[e.ID] = e
+	p.mu.Unlock()
+	w := &run.Work{ID: e.ID, OrganizationID: e.OrganizationID, TaskID: e.TaskID, Image: e.Image,
+		Command: e.Command, BaseURL: e.BaseURL, Folder: e.Folder, TimeoutSeconds: e.TimeoutSeconds,
+		ReportFolders: e.ReportFolders, Env: env}
+	if e.IsShard() {
+		w.Shard = p.shardWork(ctx, e, p.Plane.Log.With("org", e.OrganizationID, "task", e.TaskID))
+	}
+	return w, nil
 }
 
 // run is the claimed run id as this runner holds it: as claimed, or as stored when this

@@ -128,3 +128,58 @@ func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
 		t.Fatalf("another runner's Log: %v, want ErrLeaseLost", err)
 	}
 }
+
+// A remote runner's ask repeated after its answer was lost reaches, maybe, another replica
+// (the one that answered died): with the claim kept beside the run, that replica hands out the
+// same run, variables unsealed, and its door then carries the runner's calls about it. Another
+// process of the runner, or another ask, gets none; nor does the ask once the run has ended.
+func TestRepeatedClaimOnAnotherReplica(t *testing.T) {
+	ctx := context.Background()
+	st, reports := openStores(t)
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanEnterprise, CreatedAt: time.Now()}
+	if err := st.Organizations().Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := SealEnv(box, run.RunEnv{Vars: map[string]string{"TOKEN": "s3cret"}, Secrets: []string{"TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{"first", "second"} {
+		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: task, Image: "suite:pass", Folder: "all",
+			TimeoutSeconds: 60, Status: domain.ExecPending, EnvCipher: sealed, QueuedAt: time.Now()}
+		if err := st.Executions().Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // queued in order
+	}
+	replica := func() *Plane {
+		return &Plane{Store: st, Reports: reports, ReportDir: reports.LocalDir, Box: box, Events: noEvents{},
+			Clock: domain.SystemClock, Log: slog.New(slog.DiscardHandler)}
+	}
+	w, err := replica().InstancePeer("remote:box", "aaaa").NextClaim(ctx, time.Minute, "c1a1")
+	if err != nil || w == nil || w.TaskID != "first" {
+		t.Fatalf("the first ask: %+v, %v", w, err)
+	}
+	other := replica()
+	door := other.InstancePeer("remote:box", "aaaa")
+	again, err := door.NextClaim(ctx, time.Minute, "c1a1")
+	if err != nil || again == nil || again.ID != w.ID || again.Env.Vars["TOKEN"] != "s3cret" {
+		t.Fatalf("the ask repeated on another replica: %+v, %v; want %s", again, err, w.ID)
+	}
+	if err := door.Log(ctx, w.ID, 1, 0, "hello\n"); err != nil {
+		t.Fatalf("a log through the door that repeated the claim: %v", err)
+	}
+	if w, err := other.InstancePeer("remote:box", "bbbb").NextClaim(ctx, time.Minute, "c1a1"); err != nil || w == nil || w.TaskID != "second" {
+		t.Fatalf("another process with the same claim: %+v, %v; want a run of its own", w, err)
+	}
+	if err := door.Done(ctx, w.ID, run.Result{Status: domain.ExecPassed}); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := replica().InstancePeer("remote:box", "aaaa").NextClaim(ctx, time.Minute, "c1a1"); w != nil || err != nil {
+		t.Fatalf("the ask repeated after its run ended: %+v, %v; want none", w, err)
+	}
+}

@@ -144,7 +144,7 @@ func TestStuckAnalysisKeepsItsVerdict(t *testing.T) {
 		if err := ex.Create(ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := ex.Claim(ctx, runner, "", now, now.Add(lease), func(domain.Plan) int { return 10 })
+		claimed, err := ex.Claim(ctx, runner, "", "", now, now.Add(lease), func(domain.Plan) int { return 10 })
 		if err != nil || claimed == nil || claimed.ID != e.ID {
 			t.Fatalf("claim for %s: %+v, %v", runner, claimed, err)
 		}

@@ -54,7 +54,7 @@ func TestReaperCleansThroughTheOwningRunnersBackend(t *testing.T) {
 		if err := st.Executions().Create(ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		c, err := st.Executions().Claim(ctx, runner, "", now, now.Add(time.Minute), func(domain.Plan) int { return 10 })
+		c, err := st.Executions().Claim(ctx, runner, "", "", now, now.Add(time.Minute), func(domain.Plan) int { return 10 })
 		if err != nil || c == nil || c.ID != e.ID {
 			t.Fatalf("claim for %s: %+v, %v", runner, c, err)
 		}

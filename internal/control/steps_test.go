@@ -112,7 +112,7 @@ func TestPostRunStepsAndTheirDeliveries(t *testing.T) {
 
 	// The reaper: a lost runner's run, ERROR. Then a restart: the runner's earlier life's run.
 	queue("lost")
-	if c, err := st.Executions().Claim(ctx, "gone", "", now, now.Add(time.Minute), func(domain.Plan) int { return 10 }); err != nil || c == nil {
+	if c, err := st.Executions().Claim(ctx, "gone", "", "", now, now.Add(time.Minute), func(domain.Plan) int { return 10 }); err != nil || c == nil {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
 	at := now
@@ -121,7 +121,7 @@ func TestPostRunStepsAndTheirDeliveries(t *testing.T) {
 	at = now.Add(2 * time.Minute)
 	reaper.Sweep(ctx)
 	queue("restarted")
-	if c, err := st.Executions().Claim(ctx, "earlier-life", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 }); err != nil || c == nil {
+	if c, err := st.Executions().Claim(ctx, "earlier-life", "", "", now, now.Add(time.Hour), func(domain.Plan) int { return 10 }); err != nil || c == nil {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
 	if err := Reconcile(ctx, st, newFakeBackend(nil), "earlier-life", domain.SystemClock, steps, log); err != nil {

@@ -125,7 +125,7 @@ func (f *fixture) count(t *testing.T) int {
 func (f *fixture) claim(t *testing.T) *domain.Execution {
 	t.Helper()
 	now := f.clock.Now()
-	e, err := f.st.Executions().Claim(f.ctx, "runner-1", "", now, now.Add(time.Minute), func(domain.Plan) int { return 100 })
+	e, err := f.st.Executions().Claim(f.ctx, "runner-1", "", "", now, now.Add(time.Minute), func(domain.Plan) int { return 100 })
 	if err != nil || e == nil {
 		t.Fatalf("claim: %v %v", e, err)
 	}

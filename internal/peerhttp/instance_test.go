@@ -22,7 +22,7 @@ func TestEachInstanceHasItsOwnDoor(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	doors := map[string]*fakePeer{} // by instance
 	s := NewServer(ServerDeps{Secret: secret, Log: quiet, Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Clock: clock,
-		Peer: func(runnerID, instance string) run.Peer {
+		Peer: func(runnerID, instance string) run.RemotePeer {
 			mu.Lock()
 			defer mu.Unlock()
 			if runnerID != "remote:box" || doors[instance] != nil {
@@ -81,7 +81,7 @@ func TestEachInstanceHasItsOwnDoor(t *testing.T) {
 func TestIdleDoorsAreDropped(t *testing.T) {
 	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
 	s := NewServer(ServerDeps{Secret: secret, Log: quiet, Clock: func() time.Time { return now },
-		Peer: func(string, string) run.Peer { return &fakePeer{claimed: true} }})
+		Peer: func(string, string) run.RemotePeer { return &fakePeer{claimed: true} }})
 	s.peerOf(peerKey{"remote:box", "aaaa"}, now)
 	s.peerOf(peerKey{"remote:box", "bbbb"}, now.Add(peerIdle/2))
 	s.peerOf(peerKey{"remote:box", "cccc"}, now.Add(peerIdle))

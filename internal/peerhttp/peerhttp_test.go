@@ -26,6 +26,7 @@ type fakePeer struct {
 	mu       sync.Mutex
 	runner   string
 	claimed  bool
+	claim    string // the ask that claimed r1, for NextClaim
 	logs     []string
 	uploaded string
 	done     *run.Result
@@ -35,12 +36,17 @@ type fakePeer struct {
 }
 
 func (p *fakePeer) Next(ctx context.Context, lease time.Duration) (*run.Work, error) {
+	return p.NextClaim(ctx, lease, "")
+}
+
+// NextClaim hands out r1 once, and again to its ask repeated (as the store keeps the claim).
+func (p *fakePeer) NextClaim(ctx context.Context, lease time.Duration, claim string) (*run.Work, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.claimed {
+	if p.claimed && (claim == "" || claim != p.claim) {
 		return nil, nil
 	}
-	p.claimed = true
+	p.claimed, p.claim = true, claim
 	return &run.Work{ID: "r1", TaskID: "t1", Image: "img", Env: run.RunEnv{Vars: map[string]string{"TOKEN": "s"}, Secrets: []string{"TOKEN"}}}, nil
 }
 
@@ -80,7 +86,7 @@ func (p *fakePeer) Done(ctx context.Context, id string, res run.Result) error {
 }
 
 func newServer(t *testing.T, peer *fakePeer) *Server {
-	return NewServer(ServerDeps{Secret: secret, Peer: func(id, _ string) run.Peer { peer.runner = id; return peer }, Log: quiet,
+	return NewServer(ServerDeps{Secret: secret, Peer: func(id, _ string) run.RemotePeer { peer.runner = id; return peer }, Log: quiet,
 		Wait: 200 * time.Millisecond, Poll: 20 * time.Millisecond})
 }
 
@@ -186,7 +192,7 @@ func TestRunnerNameInUse(t *testing.T) {
 	now := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.Peer { return peer }, Log: quiet,
+	s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.RemotePeer { return peer }, Log: quiet,
 		Wait: 50 * time.Millisecond, Poll: 10 * time.Millisecond, Clock: clock})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -216,7 +222,7 @@ func TestServerRefuses(t *testing.T) {
 	peer := &fakePeer{}
 	srv := httptest.NewServer(newServer(t, peer))
 	defer srv.Close()
-	off := httptest.NewServer(NewServer(ServerDeps{Peer: func(string, string) run.Peer { return peer }}))
+	off := httptest.NewServer(NewServer(ServerDeps{Peer: func(string, string) run.RemotePeer { return peer }}))
 	defer off.Close()
 	post := func(base, auth, name, instance, body string) int {
 		req, _ := http.NewRequest("POST", base+"/api/runner/next", strings.NewReader(body))
@@ -363,7 +369,7 @@ func TestCancelsReachTheRunner(t *testing.T) {
 		var mu sync.Mutex
 		cancelled := map[string]bool{}
 		var c *Client // the runner process the cancels are for
-		s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.Peer { return peer }, Log: quiet,
+		s := NewServer(ServerDeps{Secret: secret, Peer: func(string, string) run.RemotePeer { return peer }, Log: quiet,
 			Wait: 5 * time.Second, Poll: 200 * time.Millisecond,
 			Cancelled: func(_ context.Context, runnerID, instance string, ids []string) ([]string, error) {
 				mu.Lock()

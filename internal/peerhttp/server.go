@@ -26,7 +26,7 @@ type ServerDeps struct {
 	// Peer is the control plane's door for one process of a runner ID, instance (the random ID
 	// the process sends in HeaderInstance; control.Plane.InstancePeer): the runs it claims are
 	// bound to that process, and its calls about another process's runs are refused.
-	Peer  func(runnerID, instance string) run.Peer
+	Peer  func(runnerID, instance string) run.RemotePeer
 	Clock domain.Clock
 	Log   *slog.Logger
 	// Wait bounds a /next long-poll [25s]; Poll is how often it looks for work when not woken [1s].
@@ -43,7 +43,7 @@ type ServerDeps struct {
 type Server struct {
 	secret [sha256.Size]byte
 	on     bool
-	peer   func(runnerID, instance string) run.Peer
+	peer   func(runnerID, instance string) run.RemotePeer
 	clock  domain.Clock
 	log    *slog.Logger
 	wait   time.Duration
@@ -56,7 +56,6 @@ type Server struct {
 	mu        sync.Mutex
 	peers     map[peerKey]*peerEntry // by runner ID and process instance
 	published map[string]published   // by runner name: what was last told the registry
-	claims    map[string]claimed     // by runner name, instance and claim: runs handed out lately
 	wake      chan struct{}          // closed by Notify, then replaced
 	// cancelWake is closed by NotifyCancel (then replaced): a cancel was asked on this replica.
 	cancelWake chan struct{}
@@ -67,7 +66,7 @@ type peerKey struct{ runnerID, instance string }
 
 // peerEntry is a process's door to the control plane, and when it last called.
 type peerEntry struct {
-	peer run.Peer
+	peer run.RemotePeer
 	used time.Time
 }
 
@@ -75,17 +74,6 @@ type peerEntry struct {
 // (600 s at most), so a runner's held runs are remembered while it may still report on them;
 // the doors of processes gone (a runner restarts as a new instance) are dropped after it.
 const peerIdle = 15 * time.Minute
-
-// claimed is a run handed out for a claim, kept for claimKept so that a runner whose answer
-// was lost gets the same run when it asks again, instead of the run waiting out its lease.
-// It holds the run's unsealed variables, in memory, as the answer did.
-type claimed struct {
-	work *run.Work
-	at   time.Time
-}
-
-// claimKept is how long a claim's run is kept for a repeated request.
-const claimKept = time.Minute
 
 // published is what the registry was last told of a runner, and when.
 type published struct {
@@ -143,7 +131,7 @@ func NewServer(d ServerDeps) *Server {
 	}
 	s := &Server{secret: sha256.Sum256([]byte(d.Secret)), on: d.Secret != "", peer: d.Peer, clock: d.Clock, log: d.Log,
 		wait: d.Wait, poll: d.Poll, mux: http.NewServeMux(), registry: d.Registry, peers: map[peerKey]*peerEntry{},
-		published: map[string]published{}, claims: map[string]claimed{}, wake: make(chan struct{}),
+		published: map[string]published{}, wake: make(chan struct{}),
 		cancelled: d.Cancelled, cancelWake: make(chan struct{})}
 	s.mux.HandleFunc("POST /api/runner/hello", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("POST /api/runner/next", s.next)
@@ -185,7 +173,7 @@ type ctxKey struct{}
 // caller is the runner a request comes from.
 type caller struct {
 	name     string
-	peer     run.Peer
+	peer     run.RemotePeer
 	runner   Runner // as its request describes it
 	instance string
 }
@@ -256,7 +244,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // peerOf is the door of process k, made on its first call; making one drops those unused for
 // peerIdle (new ones come only when a runner process starts, so this costs nothing per call).
-func (s *Server) peerOf(k peerKey, now time.Time) run.Peer {
+func (s *Server) peerOf(k peerKey, now time.Time) run.RemotePeer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.peers[k]
@@ -377,19 +365,11 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(r)
-	key := c.name + "/" + c.instance + "/" + b.Claim
-	if b.Claim != "" {
-		if work := s.claimedFor(key); work != nil {
-			w.Header().Set("Cache-Control", "no-store")
-			writeJSON(w, http.StatusOK, workToJSON(work))
-			return
-		}
-	}
 	ctx := r.Context()
 	var work *run.Work
 	var err error
 	found := s.longPoll(ctx, func() *chan struct{} { return &s.wake }, func() bool {
-		work, err = c.peer.Next(ctx, lease)
+		work, err = c.peer.NextClaim(ctx, lease, b.Claim)
 		return err != nil || work != nil
 	})
 	switch {
@@ -398,9 +378,6 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 	case !found && ctx.Err() == nil:
 		w.WriteHeader(http.StatusNoContent)
 	case found:
-		if b.Claim != "" {
-			s.keepClaim(key, work)
-		}
 		// The runner holds one more run from now, before its next call says so.
 		rn := c.runner
 		rn.Busy++
@@ -479,29 +456,6 @@ func (s *Server) cancels(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, cancelsAnswer{Cancelled: ids})
 	}
-}
-
-// claimedFor is the run handed out for key within claimKept, or nil.
-func (s *Server) claimedFor(key string) *run.Work {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.claims[key]; ok && s.clock().Sub(c.at) < claimKept {
-		return c.work
-	}
-	return nil
-}
-
-// keepClaim keeps the run handed out for key, forgetting those older than claimKept.
-func (s *Server) keepClaim(key string, work *run.Work) {
-	now := s.clock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, c := range s.claims {
-		if now.Sub(c.at) >= claimKept {
-			delete(s.claims, k)
-		}
-	}
-	s.claims[key] = claimed{work: work, at: now}
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {

@@ -42,6 +42,17 @@ type Peer interface {
 	Done(ctx context.Context, id string, result Result) error
 }
 
+// RemotePeer is the Peer a runner on another host reaches over HTTP, where an answer can be
+// lost on the way (the connection breaks, the replica that gave it dies).
+type RemotePeer interface {
+	Peer
+	// NextClaim is Next for one ask of the runner, named by claim, a random key the runner
+	// picks for it: asking again with the same claim gets the run that ask claimed, while the
+	// runner's process holds it, rather than another. The claim is stored with the run, so any
+	// replica answers the repeated ask.
+	NextClaim(ctx context.Context, lease time.Duration, claim string) (*Work, error)
+}
+
 // ErrLeaseLost: the runner no longer holds the run (the reaper ended it, or another runner
 // took it over).
 var ErrLeaseLost = errors.New("lease lost")

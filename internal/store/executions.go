@@ -105,8 +105,13 @@ type ExecutionRepo interface {
 	// its oldest run (fair share: a long-running tenant never holds every slot as others queue).
 	// Slots per organization come from limitFor(plan). FIFO within an organization; an
 	// organization at its limit is skipped, so its backlog never blocks another's. Nil, nil
-	// when nothing is claimable.
-	Claim(ctx context.Context, runnerID, instance string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
+	// when nothing is claimable. claim, the remote runner's key for this ask ("" for none), is
+	// kept with the run for Claimed.
+	Claim(ctx context.Context, runnerID, instance, claim string, now, leaseUntil time.Time, limitFor func(domain.Plan) int) (*domain.Execution, error)
+	// Claimed is the run that runnerID's process instance claimed under claim, while it holds
+	// it (RUNNING or ANALYZING): the answer to an ask repeated after its answer was lost, on
+	// whichever replica it reaches. ErrNotFound otherwise.
+	Claimed(ctx context.Context, runnerID, instance, claim string) (*domain.Execution, error)
 	// SetQueueReason records why a PENDING run waits.
 	SetQueueReason(ctx context.Context, id, reason string) error
 	// Heartbeat extends the lease of a RUNNING execution held by runnerID and reports whether a

@@ -717,7 +717,7 @@ var claimCandidate = func() string {
 // impossible. Only claims add to the slots in use; a run finishing meanwhile only frees one.
 // A candidate cancelled or deleted between the two statements (those writers do not take the
 // lock) is skipped and the next one tried.
-func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now, leaseUntil time.Time,
+func (r executionRepo) Claim(ctx context.Context, runnerID, instance, claim string, now, leaseUntil time.Time,
 	limitFor func(domain.Plan) int) (*domain.Execution, error) {
 	args := make([]any, 0, 2*len(knownPlans)+4)
 	for _, p := range knownPlans {
@@ -742,10 +742,10 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 				return tx.mapErr(err)
 			}
 			e, err := tx.getRun(ctx, `UPDATE executions
-				SET version = version + 1, status = ?, started_at = ?, runner_id = ?, runner_instance = ?, lease_until = ?, queue_reason = ''
+				SET version = version + 1, status = ?, started_at = ?, runner_id = ?, runner_instance = ?, claim_key = ?, lease_until = ?, queue_reason = ''
 				WHERE id = ? AND status = ?
 				RETURNING `+executionColumns,
-				domain.ExecRunning, millis(now), runnerID, instance, millis(leaseUntil), id, domain.ExecPending)
+				domain.ExecRunning, millis(now), runnerID, instance, claim, millis(leaseUntil), id, domain.ExecPending)
 			if errors.Is(err, store.ErrNotFound) {
 				continue // cancelled or deleted since the SELECT
 			}
@@ -768,6 +768,17 @@ func (r executionRepo) Claim(ctx context.Context, runnerID, instance string, now
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// Claimed is the run the ask claim of runnerID's process instance claimed, while that process
+// holds it (RUNNING or ANALYZING); ErrNotFound otherwise, and for an empty claim.
+func (r executionRepo) Claimed(ctx context.Context, runnerID, instance, claim string) (*domain.Execution, error) {
+	if claim == "" {
+		return nil, store.ErrNotFound
+	}
+	return get(ctx, r.s, scanExecution, `SELECT `+executionColumns+` FROM executions
+		WHERE status IN (?, ?) AND runner_id = ? AND runner_instance = ? AND claim_key = ?`,
+		domain.ExecRunning, domain.ExecAnalyzing, runnerID, instance, claim)
 }
 
 // SetQueueReason records why a run waits; ErrNotFound when it is no longer PENDING (claimed or

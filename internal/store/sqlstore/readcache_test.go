@@ -149,7 +149,7 @@ func TestReadCachesFollowWrites(t *testing.T) {
 	must("SetQueueReason", runs.SetQueueReason(ctx, pending[0].ID, "waiting"))
 	check("SetQueueReason")
 	limit := func(domain.Plan) int { return 10 }
-	claimed, err := runs.Claim(ctx, "runner-1", "", now, now.Add(time.Minute), limit)
+	claimed, err := runs.Claim(ctx, "runner-1", "", "", now, now.Add(time.Minute), limit)
 	must("Claim", err)
 	if claimed == nil {
 		t.Fatal("nothing claimed")
@@ -162,7 +162,7 @@ func TestReadCachesFollowWrites(t *testing.T) {
 	check("SetContainer")
 	must("Finish", runs.Finish(ctx, claimed.ID, "runner-1", store.Finish{Status: domain.ExecFailed, FinishedAt: now}))
 	check("Finish")
-	second, err := runs.Claim(ctx, "runner-1", "", now, now.Add(time.Second), limit)
+	second, err := runs.Claim(ctx, "runner-1", "", "", now, now.Add(time.Second), limit)
 	must("Claim", err)
 	check("second Claim")
 	ended, err := runs.EndExpired(ctx, second.ID, now.Add(time.Hour), "runner lost")
@@ -185,7 +185,7 @@ func TestReadCachesFollowWrites(t *testing.T) {
 	must("Record", s.Tests().Record(ctx, store.RunResults{Run: claimed,
 		Outcomes: []domain.TestOutcome{{Suite: "s", Name: "n", Status: domain.TestFailed}}}))
 	check("Record")
-	third, err := runs.Claim(ctx, "runner-1", "", now, now.Add(time.Second), limit)
+	third, err := runs.Claim(ctx, "runner-1", "", "", now, now.Add(time.Second), limit)
 	must("Claim", err)
 	if third == nil || third.OrganizationID != orgs[1].ID {
 		t.Fatalf("the third claim took %+v, want the other organization's run", third)

@@ -50,7 +50,7 @@ func TestPostgresClaimsAreSerialised(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		got, err := s.Executions().Claim(ctx, "r", "", base0, base0.Add(time.Minute),
+		got, err := s.Executions().Claim(ctx, "r", "", "", base0, base0.Add(time.Minute),
 			func(domain.Plan) int { return 1 })
 		if err == nil && (got == nil || got.ID != e.ID) {
 			err = fmt.Errorf("claimed %+v", got)
@@ -147,7 +147,7 @@ func benchClaim(b *testing.B, s *Store, halfBlocked bool) {
 	}
 	now := queued.Add(time.Hour)
 	for b.Loop() {
-		e, err := s.Executions().Claim(ctx, "runner", "", now, now.Add(time.Minute), limitFor)
+		e, err := s.Executions().Claim(ctx, "runner", "", "", now, now.Add(time.Minute), limitFor)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -102,7 +102,7 @@ func TestReplicasSeeEachOthersRunWrites(t *testing.T) {
 		t.Fatalf("replica one keeps %d rows, want the page's 3", n)
 	}
 	// Replica two claims the oldest run and ends it; replica one's next read sees each step.
-	claimed, err := two.Executions().Claim(ctx, "runner-2", "", at, at.Add(time.Minute), func(domain.Plan) int { return 10 })
+	claimed, err := two.Executions().Claim(ctx, "runner-2", "", "", at, at.Add(time.Minute), func(domain.Plan) int { return 10 })
 	if err != nil || claimed == nil || claimed.TaskID != "t0" {
 		t.Fatalf("Claim = %+v, %v", claimed, err)
 	}

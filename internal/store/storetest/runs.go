@@ -97,7 +97,7 @@ func (f *fixture) getRun(orgID, taskID string) *domain.Execution {
 // claim claims for runner with a lease of a minute from now.
 func (f *fixture) claim(runner string, now time.Time, limitFor func(domain.Plan) int) *domain.Execution {
 	f.t.Helper()
-	e, err := f.s.Executions().Claim(f.ctx, runner, "", now, now.Add(time.Minute), limitFor)
+	e, err := f.s.Executions().Claim(f.ctx, runner, "", "", now, now.Add(time.Minute), limitFor)
 	must(f.t, err)
 	return e
 }
@@ -725,7 +725,7 @@ func testClaim(t *testing.T, open Opener) {
 		f := setup(t, open)
 		o := f.orgOnPlan(domain.PlanTeam)
 		a, b := f.run(o.ID, base), f.run(o.ID, base.Add(time.Second))
-		got, err := f.s.Executions().Claim(f.ctx, "remote:box", "9c0ffee1", base, base.Add(time.Minute), oneSlot)
+		got, err := f.s.Executions().Claim(f.ctx, "remote:box", "9c0ffee1", "", base, base.Add(time.Minute), oneSlot)
 		must(t, err)
 		want := claimed(a, "remote:box", base)
 		want.RunnerInstance = "9c0ffee1"
@@ -734,6 +734,31 @@ func testClaim(t *testing.T, open Opener) {
 		// The embedded runner has no instance.
 		got = f.claim("embedded:host", base, oneSlot)
 		equal(t, "claimed by the embedded runner", got, claimed(b, "embedded:host", base))
+	})
+
+	// A remote runner whose answer was lost asks again with the same claim key, on whichever
+	// replica: it gets the run that ask claimed while its process holds it, and only then.
+	t.Run("RepeatedAskFindsItsRun", func(t *testing.T) {
+		f := setup(t, open)
+		o := f.orgOnPlan(domain.PlanTeam)
+		f.run(o.ID, base)
+		got, err := f.s.Executions().Claim(f.ctx, "remote:box", "9c0ffee1", "5eed", base, base.Add(time.Minute), oneSlot)
+		must(t, err)
+		again, err := f.s.Executions().Claimed(f.ctx, "remote:box", "9c0ffee1", "5eed")
+		must(t, err)
+		equal(t, "the run the ask claimed", again, got)
+		for _, c := range [][3]string{
+			{"remote:box", "9c0ffee1", "beef"}, {"remote:box", "0ddba11", "5eed"},
+			{"remote:other", "9c0ffee1", "5eed"}, {"remote:box", "9c0ffee1", ""},
+		} {
+			if e, err := f.s.Executions().Claimed(f.ctx, c[0], c[1], c[2]); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Claimed(%q) = %v, %v; want ErrNotFound", c, e, err)
+			}
+		}
+		must(t, f.s.Executions().Finish(f.ctx, got.ID, "remote:box", store.Finish{Status: domain.ExecPassed, FinishedAt: base.Add(time.Second)}))
+		if e, err := f.s.Executions().Claimed(f.ctx, "remote:box", "9c0ffee1", "5eed"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Claimed after the run ended = %v, %v; want ErrNotFound", e, err)
+		}
 	})
 
 	t.Run("FIFOWithinOrganization", func(t *testing.T) {
@@ -882,7 +907,7 @@ func testClaim(t *testing.T, open Opener) {
 			wg.Go(func() {
 				<-start
 				for range 5 {
-					e, err := f.s.Executions().Claim(f.ctx, fmt.Sprintf("runner-%d", g), "", base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(f.ctx, fmt.Sprintf("runner-%d", g), "", "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return
@@ -941,7 +966,7 @@ func testClaim(t *testing.T, open Opener) {
 						t.Errorf("runs not all finished in time: %d of %d", finished.Load(), runs)
 						return
 					}
-					e, err := f.s.Executions().Claim(ctx, runner, "", base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(ctx, runner, "", "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return
@@ -1025,7 +1050,7 @@ func testClaim(t *testing.T, open Opener) {
 			runner := fmt.Sprintf("runner-%d", g)
 			wg.Go(func() {
 				for claimedRuns.Load() < total && ctx.Err() == nil {
-					e, err := f.s.Executions().Claim(ctx, runner, "", base, base.Add(time.Hour), oneSlot)
+					e, err := f.s.Executions().Claim(ctx, runner, "", "", base, base.Add(time.Hour), oneSlot)
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return

@@ -172,6 +172,8 @@ type Hub struct {
 	queued, maxQueued             atomic.Int64
 	cut                           atomic.Uint64
 	cutLog                        throttle
+	collectMu                     sync.Mutex
+	collectTimer                  *time.Timer // see collect
 
 	dropped    atomic.Uint64
 	dropLog    throttle

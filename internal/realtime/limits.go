@@ -17,7 +17,10 @@ package realtime
 //     Options.QueueTotal for all connections together, a connection with more than a
 //     sixteenth of its bound waiting, and nothing written for half a second, is closed too, so
 //     that many connections, or tenants, together stay bounded while clients that read keep
-//     theirs.
+//     theirs. Past one and a half times Options.QueueTotal the half second is 50 ms: a fast
+//     run's log fills a stalled connection by megabytes a second, and a hundred of them filled
+//     their own bounds (400 MiB) within half a second. Once a wave of such connections has closed,
+//     the hub collects the garbage they leave at once (collect).
 //  2. Caps (census): live authenticated sockets per user, per API key and per organization, on
 //     this replica. The bounds protect this process's memory, which only its own sockets use,
 //     so they are counted here, not across replicas.
@@ -29,6 +32,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -100,6 +104,10 @@ type outbox struct {
 const (
 	pressureShare = 16
 	stallGrace    = 500 * time.Millisecond
+	// pressedGrace replaces stallGrace past one and a half times Options.QueueTotal: long
+	// enough for a client that reads to be seen writing (its batches go out every few
+	// milliseconds), short enough that a flood does not fill every stalled connection.
+	pressedGrace = 50 * time.Millisecond
 )
 
 // packetOverhead is what a queued packet costs beyond its data (the packet, its options and
@@ -192,6 +200,8 @@ func (o *outbox) made(n int64) {
 		o.cut(q, "its send queue passed the per-connection bound")
 	case total > h.queueTotal && q > h.queueBytes/pressureShare && time.Since(waiting) > stallGrace:
 		o.cut(q, "the send queues of all connections passed their bound, and it wrote nothing for half a second")
+	case total > h.queueTotal+h.queueTotal/2 && q > h.queueBytes/pressureShare && time.Since(waiting) > pressedGrace:
+		o.cut(q, "the send queues of all connections passed one and a half times their bound, and it wrote nothing for 50 ms")
 	}
 }
 
@@ -260,7 +270,27 @@ func (o *outbox) cut(queued int64, why string) {
 		}
 		h.log.Warn("socket closed: its client does not read what it is sent", attrs...)
 	}
-	go o.conn.Close(true)
+	go func() {
+		o.conn.Close(true)
+		h.collect()
+	}()
+}
+
+// collectAfter is how long after the last connection closed for its queue the hub collects.
+const collectAfter = 100 * time.Millisecond
+
+// collect runs a garbage collection collectAfter after the last of a wave of connections
+// closed for their queues has let go of them: what they held is garbage, but Go would only
+// collect it once the heap had grown to twice what was live before, queues and all, and the
+// flood that filled them goes on meanwhile.
+func (h *Hub) collect() {
+	h.collectMu.Lock()
+	defer h.collectMu.Unlock()
+	if h.collectTimer == nil {
+		h.collectTimer = time.AfterFunc(collectAfter, runtime.GC)
+		return
+	}
+	h.collectTimer.Reset(collectAfter)
 }
 
 // census counts live authenticated sockets by user, API key and organization.

@@ -144,6 +144,41 @@ func TestQueuesTogetherAreBounded(t *testing.T) {
 	}
 }
 
+// Past one and a half times the bound of all queues together, a connection with more than a
+// sixteenth of its own bound waiting and nothing written for 50 ms is closed, without waiting
+// for the half second: a fast log to many stalled connections would otherwise fill each one's
+// own bound within it. A client that reads keeps its connection.
+func TestQueuesPastTheirBoundByHalfAreCutAtOnce(t *testing.T) {
+	t.Parallel()
+	const perConn, together = 1 << 20, 1 << 20
+	h, srv := start(t, Options{QueueBytes: perConn, QueueTotal: together})
+	const orgs = 6
+	for i := range orgs {
+		stopReading(t, srv.URL, "polling", fmt.Sprint("org", i), "stalled")
+	}
+	reader := member(t, srv.URL, "websocket", "org0", "reader")
+	chunk := strings.Repeat("y", 16<<10-1) + "\n"
+	start := time.Now()
+	for range 24 { // 384 KiB to each over about 100 ms: 2.25 MiB in all, past 1.5 times the bound
+		for i := range orgs {
+			h.Emit(fmt.Sprint("org", i), EventExecutionLog, ExecutionLog{TaskID: "t", Log: chunk})
+		}
+		time.Sleep(4 * time.Millisecond)
+	}
+	waitFor(t, 5*time.Second, "the dispatcher", func() bool { return len(h.queue) == 0 })
+	st := h.QueueStats()
+	t.Logf("after %s: %+v", time.Since(start).Round(time.Millisecond), st)
+	if st.Cut == 0 {
+		t.Fatalf("nothing closed with %d bytes queued, 1.5 times the bound being %d: %+v", st.Queued, together*3/2, st)
+	}
+	if st.Queued > together*3/2+perConn/pressureShare*orgs {
+		t.Fatalf("%d bytes stayed queued for stalled clients, 1.5 times the bound being %d: %+v", st.Queued, together*3/2, st)
+	}
+	if got := len(reader.logLines("t", 24)); got != 24 || isEnded(reader) {
+		t.Fatalf("the reader got %d lines, ended %v", got, isEnded(reader))
+	}
+}
+
 func isEnded(c *sioClient) bool {
 	select {
 	case <-c.ended:

@@ -140,6 +140,16 @@ func (c *chrome) path() string {
 	return eval[string](c, `location.pathname`)
 }
 
+// pathNow is the page's path, or "" while the page is being replaced: asked during a
+// navigation, the browser may answer that the document it was asked about is gone.
+func (c *chrome) pathNow() string {
+	p, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`location.pathname`))
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
 func (c *chrome) text(sel string) string {
 	c.t.Helper()
 	s, err := chromedp.Run(c.ctx, chromedp.Text(chromedp.CSS(sel)))
@@ -153,7 +163,7 @@ func (c *chrome) text(sel string) string {
 func (c *chrome) waitPath(path string) {
 	c.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for c.path() != path {
+	for c.pathNow() != path {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("still at %s, want %s", c.path(), path)
 		}
@@ -375,7 +385,7 @@ func (c *chrome) waitPathPrefix(prefix string) string {
 	c.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if p := c.path(); strings.HasPrefix(p, prefix) && len(p) > len(prefix) {
+		if p := c.pathNow(); strings.HasPrefix(p, prefix) && len(p) > len(prefix) {
 			c.run(chromedp.WaitReady(chromedp.CSS("body")))
 			return p
 		}

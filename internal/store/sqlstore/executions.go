@@ -298,14 +298,22 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	// a second statement (a round trip on PostgreSQL) on every full page. On SQLite it reads the
 	// page's runs' versions (runRef) by their primary key after the window, so the count still
 	// reads the index alone; PostgreSQL's index of the list holds the versions.
+	idArgs := pageArgs
 	idQuery := `SELECT p.id, p.total, e.version
 		FROM (SELECT id, queued_at, COUNT(*) OVER () AS total FROM executions WHERE ` + cond + window + `) p
 		JOIN executions e ON e.id = p.id ORDER BY p.queued_at DESC, p.id DESC`
 	if r.s.d.name == "postgres" {
 		// One index-only scan of executions_listed (migration 00030), which holds the versions.
 		idQuery = `SELECT id, COUNT(*) OVER () AS total, version FROM executions WHERE ` + cond + window
+		if len(where) == 2 {
+			// Unfiltered: the page's rows alone, and the total kept beside them (migration 00032)
+			// rather than counted over all of the organization's runs.
+			idQuery = `SELECT id, COALESCE((SELECT runs FROM execution_counts WHERE organization_id = ?), 0) AS total, version
+				FROM executions WHERE ` + cond + window
+			idArgs = append([]any{orgID}, pageArgs...)
+		}
 	}
-	execs, total, err := r.cachedPage(ctx, orgID, idQuery, pageArgs)
+	execs, total, err := r.cachedPage(ctx, orgID, idQuery, idArgs)
 	if err == errUncached {
 		total = -1
 		var versions []int64

@@ -470,6 +470,37 @@ func testExecutions(t *testing.T, open Opener) {
 		check("nothing matches", store.ExecutionFilter{Image: "nope"}, []string{}, 0)
 	})
 
+	// The unfiltered list's total follows runs added and deleted, counts a sharded run once
+	// (not its containers), and is the organization's own.
+	t.Run("ListTotalFollowsAddsAndDeletes", func(t *testing.T) {
+		f := setup(t, open)
+		o, other := f.orgOnPlan(domain.PlanEnterprise), f.org()
+		total := func(orgID string) int {
+			t.Helper()
+			_, n, err := f.s.Executions().List(f.ctx, orgID, store.ExecutionFilter{Limit: 2})
+			must(t, err)
+			return n
+		}
+		equal(t, "a fresh organization", total(o.ID), 0)
+		var runs []*domain.Execution
+		for i := range 3 {
+			runs = append(runs, f.run(o.ID, base.Add(time.Duration(i)*time.Minute)))
+		}
+		parent := f.runWith(o.ID, base.Add(time.Hour), func(e *domain.Execution) { e.Shards = 2 })
+		for i := 1; i <= 2; i++ {
+			f.runWith(o.ID, base.Add(time.Hour), func(e *domain.Execution) {
+				e.Shards, e.ParentID, e.ShardIndex, e.TaskID = 2, parent.ID, i, fmt.Sprintf("%s~s%d", parent.TaskID, i)
+			})
+		}
+		f.run(other.ID, base)
+		equal(t, "three runs and a sharded one", total(o.ID), 4)
+		must(t, f.s.Executions().Delete(f.ctx, o.ID, runs[1].TaskID))
+		equal(t, "after a delete", total(o.ID), 3)
+		must(t, f.s.Executions().Delete(f.ctx, o.ID, parent.TaskID))
+		equal(t, "after the sharded run's delete", total(o.ID), 2)
+		equal(t, "the other organization", total(other.ID), 1)
+	})
+
 	t.Run("Labels", func(t *testing.T) {
 		f := setup(t, open)
 		o, other := f.org(), f.org()

@@ -46,7 +46,7 @@ func run() error {
 	runs := flag.Int("runs", 500, "finished runs per organization")
 	tests := flag.Int("tests", 100, "tests per run")
 	samples := flag.Int("samples", 2000, "reads per figure")
-	records := flag.Int("records", 20, "runs of 2,000 tests recorded per figure")
+	records := flag.Int("records", 100, "runs of 2,000 tests recorded per figure (p99 is the largest below 100)")
 	seeded := flag.Bool("seeded", false, "reuse the organizations a previous run seeded in -db or -data (kept by it)")
 	flag.Parse()
 	ctx := context.Background()

@@ -166,26 +166,33 @@ func mergeOutcome(t *domain.TrackedTest, o *domain.TestOutcome) {
 	}
 }
 
-// testsByKey reads the scope's tests named by outcomes, by suite and name.
+// testsByKey reads the scope's tests named by outcomes, by suite and name: a row-value IN
+// whose every pair is one probe of the unique index (organization, scope, suite, name). By name
+// alone, SQLite read every test of the scope (60,000 tests: 40 ms a recording).
 func (s *Store) testsByKey(ctx context.Context, orgID, scope string, outcomes []domain.TestOutcome) (map[string]*domain.TrackedTest, error) {
 	out := make(map[string]*domain.TrackedTest, len(outcomes))
-	names := make([]string, 0, len(outcomes))
+	keys := make([]domain.TestOutcome, 0, len(outcomes))
 	seen := make(map[string]bool, len(outcomes))
 	for _, o := range outcomes {
-		if !seen[o.Name] {
-			seen[o.Name] = true
-			names = append(names, o.Name)
+		if k := testKey(o.Suite, o.Name); !seen[k] {
+			seen[k] = true
+			keys = append(keys, o)
 		}
 	}
-	for start := 0; start < len(names); start += recordChunk {
-		chunk := names[start:min(start+recordChunk, len(names))]
-		args := make([]any, 0, len(chunk)+2)
+	for start := 0; start < len(keys); start += recordChunk {
+		chunk := keys[start:min(start+recordChunk, len(keys))]
+		args := make([]any, 0, 2*len(chunk)+2)
 		args = append(args, orgID, scope)
-		for _, n := range chunk {
-			args = append(args, n)
+		var pairs strings.Builder
+		for i, k := range chunk {
+			if i > 0 {
+				pairs.WriteString(", ")
+			}
+			pairs.WriteString("(?, ?)")
+			args = append(args, k.Suite, k.Name)
 		}
 		rows, err := list(ctx, s, scanTest, `SELECT `+testColumns+` FROM tests WHERE organization_id = ? AND scope = ?
-			AND name IN (`+placeholders(len(chunk))+`)`, args...)
+			AND (suite, name) IN (VALUES `+pairs.String()+`)`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -271,24 +278,22 @@ func zeroMillis(t time.Time) int64 {
 	return millis(t)
 }
 
-// insertResults inserts outcomes on SQLite, a chunk a statement.
+// insertResults inserts outcomes on SQLite: one prepared INSERT a result, which in process
+// costs microseconds, where parsing multi-row statements of 12,000 parameters took longer than
+// running them.
 func (s *Store) insertResults(ctx context.Context, orgID string, outcomes []domain.TestOutcome) error {
-	for start := 0; start < len(outcomes); start += recordChunk {
-		chunk := outcomes[start:min(start+recordChunk, len(outcomes))]
-		var q strings.Builder
-		q.WriteString(`INSERT INTO test_results (test_id, execution_id, organization_id, task_id, status, duration_ms,
-			retries, signature, message, branch, commit_sha, created_at) VALUES `)
-		args := make([]any, 0, 12*len(chunk))
-		for i, o := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, o.TestID, o.ExecutionID, orgID, o.TaskID, string(o.Status), o.DurationMs, o.Retries,
-				o.Signature, o.Message, o.Branch, o.Commit, millis(o.CreatedAt))
-		}
-		if _, err := s.exec(ctx, q.String(), args...); err != nil {
-			return err
+	const q = `INSERT INTO test_results (test_id, execution_id, organization_id, task_id, status, duration_ms,
+		retries, signature, message, branch, commit_sha, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	stmt, err := s.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return s.mapErr(err)
+	}
+	defer stmt.Close()
+	s.wrote(q)
+	for _, o := range outcomes {
+		if _, err := stmt.ExecContext(ctx, o.TestID, o.ExecutionID, orgID, o.TaskID, string(o.Status), o.DurationMs, o.Retries,
+			o.Signature, o.Message, o.Branch, o.Commit, millis(o.CreatedAt)); err != nil {
+			return s.mapErr(err)
 		}
 	}
 	return nil

@@ -106,10 +106,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	dsn := path + "?" + url.Values{
 		// synchronous(NORMAL) is WAL's safe setting: a commit is durable once the WAL is
 		// checkpointed, and no fsync per commit keeps log appends on the hot path cheap.
-		// cache_size: the one writer's page cache may grow to 32 MiB (SQLite's default is 2):
-		// recording a run of 2,000 tests dirties more pages than 2 MiB, which SQLite then
-		// spilled to the WAL mid-transaction and read back. It grows only as pages are used.
-		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)", "cache_size(-32768)"},
+		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
 		"_txlock": {"immediate"},
 	}.Encode()
 	db, err := sql.Open("sqlite", dsn)

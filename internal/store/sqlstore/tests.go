@@ -132,6 +132,7 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 			}
 			return tx.pgInsertResults(ctx, run, rr.Outcomes)
 		}
+		defer tx.roomyCache(ctx)()
 		if err := tx.insertTests(ctx, fresh); err != nil {
 			return err
 		}
@@ -140,6 +141,19 @@ func (r testRepo) Record(ctx context.Context, rr store.RunResults) error {
 		}
 		return tx.insertResults(ctx, run.OrganizationID, rr.Outcomes)
 	})
+}
+
+// roomyCache lets the SQLite writer's page cache grow to 32 MiB (its default is 2) until the
+// returned function sets it back: a run's results land on thousands of leaf pages of the
+// results' indexes, more than 2 MiB, which SQLite spilled to the WAL mid-transaction and read
+// back (a third of a 2,000-test recording's time). Only recordings take the room, so the
+// writer's memory stays small under everything else (a run's log is written through it too).
+// The pragmas write nothing, so they do not go through exec (which would end the caches).
+func (s *Store) roomyCache(ctx context.Context) func() {
+	if _, err := s.q.ExecContext(ctx, `PRAGMA cache_size = -32768`); err != nil {
+		return func() {}
+	}
+	return func() { _, _ = s.q.ExecContext(context.WithoutCancel(ctx), `PRAGMA cache_size = -2000`) }
 }
 
 func testKey(suite, name string) string { return suite + "\x00" + name }

@@ -21,6 +21,9 @@ type scriptBackend struct {
 	interval time.Duration
 	exited   chan struct{}
 	once     sync.Once
+	// openAfter delays Logs, as an engine restarting as the container exits answers only
+	// once it is back (the backend waits for it).
+	openAfter time.Duration
 }
 
 func (b *scriptBackend) Name() string                                      { return "script" }
@@ -42,6 +45,11 @@ func (b *scriptBackend) CopyOut(context.Context, string, string) (io.ReadCloser,
 // Logs gives the container's whole output from its start, as the engine does: the lines come
 // at their pace from the first call (the container runs meanwhile; its exit does not wait).
 func (b *scriptBackend) Logs(ctx context.Context, _ string) (io.ReadCloser, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(b.openAfter):
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		for _, l := range b.lines {
@@ -390,5 +398,29 @@ func TestRunnerGivesUpOnOtherErrorsAfterALease(t *testing.T) {
 	p.mu.Unlock()
 	if since < time.Second {
 		t.Fatalf("Done still tried %s ago", since)
+	}
+}
+
+// A container that exits as its engine restarts: the backend's Logs answers only once the
+// engine is back, past the grace the runner gives a log stream after the exit. The wait for
+// the log counts as delivering, so the run keeps every line of its log.
+func TestRunnerWaitsForALogOpenedLate(t *testing.T) {
+	t.Parallel()
+	p := newFlakyPeer(func(string, int) error { return nil })
+	b := &scriptBackend{lines: numbered(5), exited: make(chan struct{}), openAfter: 600 * time.Millisecond}
+	b.exit() // it has exited before its log can be read
+	startRunner(t, p, b, func(r *Runner) { r.LogsGrace = 100 * time.Millisecond })
+	select {
+	case <-p.settled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run was not settled")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.result.Status != domain.ExecPassed {
+		t.Fatalf("settled %s %q", p.result.Status, p.result.Error)
+	}
+	if got, want := strings.Join(p.stored, ""), strings.Join(b.lines, "\n")+"\n"; got != want {
+		t.Fatalf("stored log: %q, want %q", got, want)
 	}
 }

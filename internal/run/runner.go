@@ -395,7 +395,11 @@ func (r *Runner) spec(e *Work, timeout time.Duration) (Spec, error) {
 // blocking meanwhile: what waits is one chunk and the lines read behind it (pumpLogs bounds
 // them), the rest stays with the engine.
 func (r *Runner) streamLogs(ctx context.Context, c claim, w *Work, id string, mask *strings.Replacer, d *delivery, log *slog.Logger) {
+	// Opening counts as delivering: a backend that waits for its engine to answer again (it
+	// restarted as the container exited) is not cut short by the grace after the exit.
+	d.start()
 	rc, err := r.Backend.Logs(ctx, id)
+	d.end()
 	if err != nil {
 		log.Warn("following the container's logs failed", "err", err)
 		return

@@ -418,7 +418,9 @@ func (b *Backend) removeDetached(ctx context.Context, idOrName string) {
 // Logs follows the container's stdout and stderr from its start until it exits, as one stream of
 // whole lines in the order the engine recorded them. Closing the stream stops the following.
 func (b *Backend) Logs(ctx context.Context, id string) (io.ReadCloser, error) {
-	body, err := b.openLogs(ctx, id)
+	// Opened as it is reopened: an engine restarting as the container exits answers again
+	// within engineReturnWait, with the container's log kept.
+	body, err := b.reopenLogs(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -680,6 +682,15 @@ func (b *Backend) waitAfterEngineLoss(ctx context.Context, id string, werr error
 // name (copying /app/junit gives junit/, junit/results.xml...). The caller closes it.
 func (b *Backend) CopyOut(ctx context.Context, id, p string) (io.ReadCloser, error) {
 	res, err := b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
+	// An engine that does not answer (restarting as the run ended) is waited for, within
+	// engineReturnWait: the container and its files outlive the restart.
+	for deadline := time.Now().Add(engineReturnWait); err != nil && client.IsErrConnectionFailed(err) && ctx.Err() == nil && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+		res, err = b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
+	}
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			// The engine says "not found" both for the path and for the container.

@@ -37,25 +37,33 @@ func openStores(t *testing.T) (*sqlstore.Store, *report.FSStore) {
 	return st, reports
 }
 
-// The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
-// (one whose variables cannot be unsealed is ended ERROR instead), Upload keeps the report
-// folders of one archive and reads their tests with secrets masked, Done settles the run, and
-// after it the run is no longer this runner's.
-func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
-	ctx := context.Background()
+// sealedOrg opens the stores, a secret box, an enterprise organization, and the variables
+// TOKEN=s3cret (a secret) sealed in the box.
+func sealedOrg(t *testing.T) (*sqlstore.Store, *report.FSStore, *secretbox.Box, *domain.Organization, string) {
+	t.Helper()
 	st, reports := openStores(t)
 	box, err := secretbox.New(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanEnterprise, CreatedAt: time.Now()}
-	if err := st.Organizations().Create(ctx, org); err != nil {
+	if err := st.Organizations().Create(context.Background(), org); err != nil {
 		t.Fatal(err)
 	}
 	sealed, err := SealEnv(box, run.RunEnv{Vars: map[string]string{"TOKEN": "s3cret"}, Secrets: []string{"TOKEN"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, reports, box, org, sealed
+}
+
+// The in-process Peer as a runner meets it: Next hands out a run with its variables unsealed
+// (one whose variables cannot be unsealed is ended ERROR instead), Upload keeps the report
+// folders of one archive and reads their tests with secrets masked, Done settles the run, and
+// after it the run is no longer this runner's.
+func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
+	ctx := context.Background()
+	st, reports, box, org, sealed := sealedOrg(t)
 	queue := func(task, cipher string, age time.Duration) {
 		t.Helper()
 		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: task, Image: "suite:pass", Folder: "all",
@@ -135,19 +143,7 @@ func TestPeerHandsOutAndSettlesRuns(t *testing.T) {
 // process of the runner, or another ask, gets none; nor does the ask once the run has ended.
 func TestRepeatedClaimOnAnotherReplica(t *testing.T) {
 	ctx := context.Background()
-	st, reports := openStores(t)
-	box, err := secretbox.New(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanEnterprise, CreatedAt: time.Now()}
-	if err := st.Organizations().Create(ctx, org); err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := SealEnv(box, run.RunEnv{Vars: map[string]string{"TOKEN": "s3cret"}, Secrets: []string{"TOKEN"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, reports, box, org, sealed := sealedOrg(t)
 	for _, task := range []string{"first", "second"} {
 		e := &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID, TaskID: task, Image: "suite:pass", Folder: "all",
 			TimeoutSeconds: 60, Status: domain.ExecPending, EnvCipher: sealed, QueuedAt: time.Now()}

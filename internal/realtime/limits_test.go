@@ -102,23 +102,34 @@ func TestSocketThatStopsReadingIsCut(t *testing.T) {
 	}
 }
 
+// queueOrgs is how many organizations stalledOrgs gives a stalled client; queueChunk is the
+// 16 KiB log chunk the queue tests emit to each.
+const queueOrgs = 6
+
+var queueChunk = strings.Repeat("y", 16<<10-1) + "\n"
+
+// stalledOrgs starts a hub with opts, a client of each of queueOrgs organizations that stops
+// polling, and a WebSocket client of org0 that reads.
+func stalledOrgs(t *testing.T, opts Options) (*Hub, *sioClient) {
+	t.Helper()
+	h, srv := start(t, opts)
+	for i := range queueOrgs {
+		stopReading(t, srv.URL, "polling", fmt.Sprint("org", i), "stalled")
+	}
+	return h, member(t, srv.URL, "websocket", "org0", "reader")
+}
+
 // Past the bound of all queues together, a connection with more than a sixteenth of its own
 // bound waiting and nothing written for a second is closed, however many organizations the
 // stalled clients come from; a client that reads keeps its connection.
 func TestQueuesTogetherAreBounded(t *testing.T) {
 	t.Parallel() // it waits out real timers; alone it would hold a test slot
 	const perConn, together = 1 << 20, 2 << 20
-	h, srv := start(t, Options{QueueBytes: perConn, QueueTotal: together})
-	const orgs = 6
-	for i := range orgs {
-		stopReading(t, srv.URL, "polling", fmt.Sprint("org", i), "stalled")
-	}
-	reader := member(t, srv.URL, "websocket", "org0", "reader")
-	chunk := strings.Repeat("y", 16<<10-1) + "\n"
+	h, reader := stalledOrgs(t, Options{QueueBytes: perConn, QueueTotal: together})
 	emit := func(rounds int) {
 		for range rounds {
-			for i := range orgs {
-				h.Emit(fmt.Sprint("org", i), EventExecutionLog, ExecutionLog{TaskID: "t", Log: chunk})
+			for i := range queueOrgs {
+				h.Emit(fmt.Sprint("org", i), EventExecutionLog, ExecutionLog{TaskID: "t", Log: queueChunk})
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -133,7 +144,7 @@ func TestQueuesTogetherAreBounded(t *testing.T) {
 	emit(24) // 384 KiB more to each: under each connection's own bound
 	st := h.QueueStats()
 	t.Logf("%+v", st)
-	if st.Cut == 0 || st.Queued > together+perConn/pressureShare*orgs {
+	if st.Cut == 0 || st.Queued > together+perConn/pressureShare*queueOrgs {
 		t.Fatalf("%d bytes queued for stalled clients, bound %d together: %+v", st.Queued, together, st)
 	}
 	if st.MaxQueued > perConn {
@@ -151,17 +162,11 @@ func TestQueuesTogetherAreBounded(t *testing.T) {
 func TestQueuesPastTheirBoundByHalfAreCutAtOnce(t *testing.T) {
 	t.Parallel()
 	const perConn, together = 1 << 20, 1 << 20
-	h, srv := start(t, Options{QueueBytes: perConn, QueueTotal: together})
-	const orgs = 6
-	for i := range orgs {
-		stopReading(t, srv.URL, "polling", fmt.Sprint("org", i), "stalled")
-	}
-	reader := member(t, srv.URL, "websocket", "org0", "reader")
-	chunk := strings.Repeat("y", 16<<10-1) + "\n"
+	h, reader := stalledOrgs(t, Options{QueueBytes: perConn, QueueTotal: together})
 	start := time.Now()
 	for range 24 { // 384 KiB to each over about 100 ms: 2.25 MiB in all, past 1.5 times the bound
-		for i := range orgs {
-			h.Emit(fmt.Sprint("org", i), EventExecutionLog, ExecutionLog{TaskID: "t", Log: chunk})
+		for i := range queueOrgs {
+			h.Emit(fmt.Sprint("org", i), EventExecutionLog, ExecutionLog{TaskID: "t", Log: queueChunk})
 		}
 		time.Sleep(4 * time.Millisecond)
 	}
@@ -171,7 +176,7 @@ func TestQueuesPastTheirBoundByHalfAreCutAtOnce(t *testing.T) {
 	if st.Cut == 0 {
 		t.Fatalf("nothing closed with %d bytes queued, 1.5 times the bound being %d: %+v", st.Queued, together*3/2, st)
 	}
-	if st.Queued > together*3/2+perConn/pressureShare*orgs {
+	if st.Queued > together*3/2+perConn/pressureShare*queueOrgs {
 		t.Fatalf("%d bytes stayed queued for stalled clients, 1.5 times the bound being %d: %+v", st.Queued, together*3/2, st)
 	}
 	if got := len(reader.logLines("t", 24)); got != 24 || isEnded(reader) {

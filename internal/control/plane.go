@@ -100,19 +100,21 @@ func (p *peer) Next(ctx context.Context, lease time.Duration) (*run.Work, error)
 	return p.NextClaim(ctx, lease, "")
 }
 
-// NextClaim is Next for the runner's ask claim: the run that ask claimed already, while this
-// process holds it (its answer was lost, maybe with the replica that gave it), else a new one
-// claimed under claim.
-func (p *peer) NextClaim(ctx context.Context, lease time.Duration, claim string) (*run.Work, error) {
-	if claim != "" {
-		e, err := p.Store.Executions().Claimed(ctx, p.runnerID, p.instance, claim)
-		if err == nil {
-			return p.work(ctx, e)
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return nil, p.unavailable(ctx, err)
-		}
+// Claimed is the run the runner's ask claim claimed already, while this process holds it (its
+// answer was lost, maybe with the replica that gave it); nil, nil: none.
+func (p *peer) Claimed(ctx context.Context, claim string) (*run.Work, error) {
+	e, err := p.Store.Executions().Claimed(ctx, p.runnerID, p.instance, claim)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	}
+	if err != nil {
+		return nil, p.unavailable(ctx, err)
+	}
+	return p.work(ctx, e)
+}
+
+// NextClaim is Next, the run claimed keeping claim for Claimed.
+func (p *peer) NextClaim(ctx context.Context, lease time.Duration, claim string) (*run.Work, error) {
 	for {
 		now := p.Clock()
 		e, err := p.Store.Executions().Claim(ctx, p.runnerID, p.instance, claim, now, now.Add(lease), limitFor)

@@ -162,20 +162,24 @@ func TestRepeatedClaimOnAnotherReplica(t *testing.T) {
 	}
 	other := replica()
 	door := other.InstancePeer("remote:box", "aaaa")
-	again, err := door.NextClaim(ctx, time.Minute, "c1a1")
+	again, err := door.Claimed(ctx, "c1a1")
 	if err != nil || again == nil || again.ID != w.ID || again.Env.Vars["TOKEN"] != "s3cret" {
 		t.Fatalf("the ask repeated on another replica: %+v, %v; want %s", again, err, w.ID)
 	}
 	if err := door.Log(ctx, w.ID, 1, 0, "hello\n"); err != nil {
 		t.Fatalf("a log through the door that repeated the claim: %v", err)
 	}
-	if w, err := other.InstancePeer("remote:box", "bbbb").NextClaim(ctx, time.Minute, "c1a1"); err != nil || w == nil || w.TaskID != "second" {
+	bbbb := other.InstancePeer("remote:box", "bbbb")
+	if w, err := bbbb.Claimed(ctx, "c1a1"); w != nil || err != nil {
+		t.Fatalf("another process repeating the same claim: %+v, %v; want none", w, err)
+	}
+	if w, err := bbbb.NextClaim(ctx, time.Minute, "c1a1"); err != nil || w == nil || w.TaskID != "second" {
 		t.Fatalf("another process with the same claim: %+v, %v; want a run of its own", w, err)
 	}
 	if err := door.Done(ctx, w.ID, run.Result{Status: domain.ExecPassed}); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := replica().InstancePeer("remote:box", "aaaa").NextClaim(ctx, time.Minute, "c1a1"); w != nil || err != nil {
+	if w, err := replica().InstancePeer("remote:box", "aaaa").Claimed(ctx, "c1a1"); w != nil || err != nil {
 		t.Fatalf("the ask repeated after its run ended: %+v, %v; want none", w, err)
 	}
 }

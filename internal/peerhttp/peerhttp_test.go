@@ -39,15 +39,29 @@ func (p *fakePeer) Next(ctx context.Context, lease time.Duration) (*run.Work, er
 	return p.NextClaim(ctx, lease, "")
 }
 
-// NextClaim hands out r1 once, and again to its ask repeated (as the store keeps the claim).
+// NextClaim hands out r1 once, keeping its claim for Claimed (as the store does).
 func (p *fakePeer) NextClaim(ctx context.Context, lease time.Duration, claim string) (*run.Work, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.claimed && (claim == "" || claim != p.claim) {
+	if p.claimed {
 		return nil, nil
 	}
 	p.claimed, p.claim = true, claim
-	return &run.Work{ID: "r1", TaskID: "t1", Image: "img", Env: run.RunEnv{Vars: map[string]string{"TOKEN": "s"}, Secrets: []string{"TOKEN"}}}, nil
+	return r1(), nil
+}
+
+// Claimed hands r1 out again to the ask that claimed it.
+func (p *fakePeer) Claimed(ctx context.Context, claim string) (*run.Work, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.claimed || claim != p.claim {
+		return nil, nil
+	}
+	return r1(), nil
+}
+
+func r1() *run.Work {
+	return &run.Work{ID: "r1", TaskID: "t1", Image: "img", Env: run.RunEnv{Vars: map[string]string{"TOKEN": "s"}, Secrets: []string{"TOKEN"}}}
 }
 
 func (p *fakePeer) Extend(ctx context.Context, id string, lease time.Duration) (bool, error) {

@@ -366,6 +366,20 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 	}
 	c := callerOf(r)
 	ctx := r.Context()
+	if b.Claim != "" {
+		// A repeated ask (its answer was lost) gets the run it claimed, from the store, once
+		// per request rather than at every poll.
+		work, err := c.peer.Claimed(ctx, b.Claim)
+		if err != nil {
+			s.fail(w, r, err, "Failed to claim a run")
+			return
+		}
+		if work != nil {
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, workToJSON(work))
+			return
+		}
+	}
 	var work *run.Work
 	var err error
 	found := s.longPoll(ctx, func() *chan struct{} { return &s.wake }, func() bool {

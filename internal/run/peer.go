@@ -47,10 +47,12 @@ type Peer interface {
 type RemotePeer interface {
 	Peer
 	// NextClaim is Next for one ask of the runner, named by claim, a random key the runner
-	// picks for it: asking again with the same claim gets the run that ask claimed, while the
-	// runner's process holds it, rather than another. The claim is stored with the run, so any
-	// replica answers the repeated ask.
+	// picks for it. The claim is stored with the run it claims, so that any replica answers
+	// the ask repeated (Claimed).
 	NextClaim(ctx context.Context, lease time.Duration, claim string) (*Work, error)
+	// Claimed is the run the ask claim claimed already, while the runner's process holds it
+	// (the ask is repeated: its answer was lost); nil, nil: none, so the ask claims anew.
+	Claimed(ctx context.Context, claim string) (*Work, error)
 }
 
 // ErrLeaseLost: the runner no longer holds the run (the reaper ended it, or another runner

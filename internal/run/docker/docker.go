@@ -460,11 +460,23 @@ func (b *Backend) openLogs(ctx context.Context, id string) (io.ReadCloser, error
 
 // reopenLogs opens the container's log again once its engine answers, within engineReturnWait.
 func (b *Backend) reopenLogs(ctx context.Context, id string) (io.ReadCloser, error) {
+	var body io.ReadCloser
+	err := untilEngineAnswers(ctx, func(err error) bool { return !cerrdefs.IsNotFound(err) }, func() (err error) {
+		body, err = b.openLogs(ctx, id)
+		return err
+	})
+	return body, err
+}
+
+// untilEngineAnswers calls try until it succeeds, fails in a way away does not put down to the
+// engine being away, ctx ends, or engineReturnWait passes (what a daemon restart takes, with
+// room); every half second.
+func untilEngineAnswers(ctx context.Context, away func(error) bool, try func() error) error {
 	deadline := time.Now().Add(engineReturnWait)
 	for {
-		body, err := b.openLogs(ctx, id)
-		if err == nil || cerrdefs.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return body, err
+		err := try()
+		if err == nil || !away(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -681,16 +693,13 @@ func (b *Backend) waitAfterEngineLoss(ctx context.Context, id string, werr error
 // CopyOut returns the folder at p as a tar stream whose entries start with the folder's base
 // name (copying /app/junit gives junit/, junit/results.xml...). The caller closes it.
 func (b *Backend) CopyOut(ctx context.Context, id, p string) (io.ReadCloser, error) {
-	res, err := b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
-	// An engine that does not answer (restarting as the run ended) is waited for, within
-	// engineReturnWait: the container and its files outlive the restart.
-	for deadline := time.Now().Add(engineReturnWait); err != nil && client.IsErrConnectionFailed(err) && ctx.Err() == nil && time.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
+	// An engine that does not answer (restarting as the run ended) is waited for: the container
+	// and its files outlive the restart.
+	var res client.CopyFromContainerResult
+	err := untilEngineAnswers(ctx, client.IsErrConnectionFailed, func() (err error) {
 		res, err = b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
-	}
+		return err
+	})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			// The engine says "not found" both for the path and for the container.

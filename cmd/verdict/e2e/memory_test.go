@@ -40,7 +40,7 @@ func TestMemoryConcurrentLogReaders(t *testing.T) {
 	task := v.queue(tok, `python3 -c 'import sys; w = sys.stdout.write; [w("%07d %s\n" % (i, "x" * 91)) for i in range(346000)]'`)
 	v.waitFinal(tok, task, 45*time.Second)
 
-	base := v.rss()
+	base := v.mem()
 	s := v.sampleRSS()
 	const clients = 10
 	var wg sync.WaitGroup
@@ -65,10 +65,14 @@ func TestMemoryConcurrentLogReaders(t *testing.T) {
 			t.Fatalf("client %d read a log of %d bytes, want the whole 32 MiB", i, sizes[i])
 		}
 	}
-	t.Logf("10 concurrent readers of a %.1f MiB log: server RSS %.1f MB before, peak %.1f MB (+%.1f MB), %d samples, %s",
-		float64(sizes[0])/(1<<20), mb(base), mb(peak), mb(peak-base), s.samples(), elapsed.Round(time.Millisecond))
-	if peak >= 150e6 {
-		t.Fatalf("server RSS peaked at %.1f MB while 10 clients read the log, want under 150 MB", mb(peak))
+	t.Logf("10 concurrent readers of a %.1f MiB log: server RSS %.1f MB before, peak %.1f MB (+%.1f MB); its own (anonymous) memory %.1f MB before, peak %.1f MB (+%.1f MB); %d samples, %s",
+		float64(sizes[0])/(1<<20), mb(base.rss), mb(peak), mb(peak-base.rss), mb(base.anon), mb(s.anon()), mb(s.anon()-base.anon),
+		s.samples(), elapsed.Round(time.Millisecond))
+	// The bound is on the process's own memory: the binary's file pages (~90 MB resident here)
+	// grow with whatever code the server has run, and are the kernel's to drop. Holding the log
+	// per request would cost 10 × 32 MiB.
+	if s.anon() >= 80e6 {
+		t.Fatalf("the server's own memory peaked at %.1f MB while 10 clients read the log, want under 80 MB", mb(s.anon()))
 	}
 }
 
@@ -77,7 +81,7 @@ func TestMemoryConcurrentLogReaders(t *testing.T) {
 func TestMemoryLongLineWithoutNewline(t *testing.T) {
 	v := startVerdict(t)
 	tok := v.signup("line@example.com")
-	base := v.rss()
+	base := v.mem()
 	s := v.sampleRSS()
 	start := time.Now()
 	task := v.queue(tok, `python3 -c "import sys; [sys.stdout.write('x' * 65536) for _ in range(6400)]"`)
@@ -87,10 +91,11 @@ func TestMemoryLongLineWithoutNewline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("a run printing 400 MB without a newline (%s, %s): server RSS %.1f MB before, peak %.1f MB (+%.1f MB), stored log %d bytes",
-		status, time.Since(start).Round(time.Millisecond), mb(base), mb(peak), mb(peak-base), n)
-	if peak >= 120e6 {
-		t.Errorf("server RSS peaked at %.1f MB, want under 120 MB", mb(peak))
+	t.Logf("a run printing 400 MB without a newline (%s, %s): server RSS %.1f MB before, peak %.1f MB (+%.1f MB); its own (anonymous) memory %.1f MB before, peak %.1f MB (+%.1f MB); stored log %d bytes",
+		status, time.Since(start).Round(time.Millisecond), mb(base.rss), mb(peak), mb(peak-base.rss),
+		mb(base.anon), mb(s.anon()), mb(s.anon()-base.anon), n)
+	if s.anon() >= 60e6 {
+		t.Errorf("the server's own memory peaked at %.1f MB, want under 60 MB", mb(s.anon()))
 	}
 	if n == 0 {
 		t.Errorf("the stored log is empty")
@@ -283,43 +288,68 @@ func (v *verdict) readLogs(token, task string) (int64, error) {
 }
 
 // rss is the server's resident set in bytes, from /proc.
-func (v *verdict) rss() int64 {
+func (v *verdict) rss() int64 { return v.mem().rss }
+
+// mem is the server's resident set and the part of it that is its own (anonymous) memory: the
+// rest is the binary's file pages, which grow with the code a test happens to touch.
+func (v *verdict) mem() resident {
 	v.t.Helper()
-	n, err := readRSS(v.pid)
+	m, err := readResident(v.pid)
 	if err != nil {
 		v.t.Fatal(err)
 	}
-	return n
+	return m
 }
 
-func readRSS(pid int) (int64, error) {
+type resident struct{ rss, anon int64 }
+
+func readResident(pid int) (resident, error) {
+	var m resident
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return m, err
 	}
+	found := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmRSS" && name != "RssAnon") {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return m, err
+		}
+		if name == "VmRSS" {
+			m.rss = kb << 10
+		} else {
+			m.anon = kb << 10
+		}
+		found++
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if found != 2 {
+		return m, fmt.Errorf("no VmRSS or RssAnon in /proc/%d/status", pid)
+	}
+	return m, nil
 }
 
-// sampler records the peak RSS, sampled every 50 ms until stop.
+// sampler records the peak resident set and the peak anonymous memory, sampled every 50 ms
+// until stop.
 type sampler struct {
-	peak, n atomic.Int64
-	done    chan struct{}
-	stopped chan struct{}
+	peak, peakAnon, n atomic.Int64
+	done              chan struct{}
+	stopped           chan struct{}
 }
 
 func (v *verdict) sampleRSS() *sampler {
 	s := &sampler{done: make(chan struct{}), stopped: make(chan struct{})}
 	sample := func() {
-		if n, err := readRSS(v.pid); err == nil {
+		if m, err := readResident(v.pid); err == nil {
 			s.n.Add(1)
-			if n > s.peak.Load() {
-				s.peak.Store(n)
+			if m.rss > s.peak.Load() {
+				s.peak.Store(m.rss)
+			}
+			if m.anon > s.peakAnon.Load() {
+				s.peakAnon.Store(m.anon)
 			}
 		}
 	}
@@ -341,10 +371,14 @@ func (v *verdict) sampleRSS() *sampler {
 	return s
 }
 
+// stop ends the sampling and returns the peak resident set.
 func (s *sampler) stop() int64 {
 	close(s.done)
 	<-s.stopped
 	return s.peak.Load()
 }
+
+// anon is the peak anonymous memory, once stopped.
+func (s *sampler) anon() int64 { return s.peakAnon.Load() }
 
 func (s *sampler) samples() int64 { return s.n.Load() }

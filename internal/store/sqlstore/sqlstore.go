@@ -57,6 +57,8 @@ type Store struct {
 	txWrites *[]txWrite
 
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
+
+	ckpt *checkpointer // SQLite: checkpoints the write-ahead log off the writer's path
 }
 
 var _ store.Store = (*Store)(nil)
@@ -106,7 +108,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	dsn := path + "?" + url.Values{
 		// synchronous(NORMAL) is WAL's safe setting: a commit is durable once the WAL is
 		// checkpointed, and no fsync per commit keeps log appends on the hot path cheap.
-		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
+		// The checkpoints are the checkpointer's (checkpoint.go), the writer's a backstop.
+		"_pragma": {"busy_timeout(5000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)",
+			fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages)},
 		"_txlock": {"immediate"},
 	}.Encode()
 	db, err := sql.Open("sqlite", dsn)
@@ -139,6 +143,11 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlstore: connect to sqlite readers: %w", err)
 	}
 	st.rdb, st.r = rdb, newStmtCache(rdb)
+	if st.ckpt, err = startCheckpointer(ctx, path); err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: connect the sqlite checkpointer: %w", err)
+	}
 	st.gens = &tableGens{}
 	gens := st.gens
 	st.users = newReadCache(func(string) uint64 { return gens.users.Load() }, userBytes)
@@ -255,9 +264,9 @@ func (s *Store) Close() error {
 		c.close()
 	}
 	s.feed.close()
-	var err error
+	err := s.ckpt.close()
 	if s.rdb != s.db {
-		err = s.rdb.Close()
+		err = errors.Join(err, s.rdb.Close())
 	}
 	return errors.Join(err, s.db.Close())
 }
@@ -285,6 +294,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err := tx.Commit(); err != nil {
 		return s.mapErr(err)
 	}
+	s.ckpt.written()
 	for _, w := range writes {
 		if w.runsOf != "" {
 			s.gens.wroteRuns(w.runsOf)
@@ -304,6 +314,7 @@ func (s *Store) wrote(query string) {
 		*s.txWrites = append(*s.txWrites, txWrite{query: query})
 	default:
 		s.gens.wrote(query)
+		s.ckpt.written()
 	}
 }
 
@@ -315,6 +326,7 @@ func (s *Store) wroteRuns(orgID string) {
 		*s.txWrites = append(*s.txWrites, txWrite{runsOf: orgID})
 	default:
 		s.gens.wroteRuns(orgID)
+		s.ckpt.written()
 	}
 }
 

@@ -283,7 +283,11 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 	offset := max(f.Offset, 0)
 	var key string
 	var gen uint64
-	if c := r.s.pages; c != nil {
+	c := r.s.pages
+	if c != nil && r.s.feed != nil && !r.s.feed.caughtUp(ctx) {
+		c = nil // PostgreSQL: another replica's write may not have been heard (writefeed.go)
+	}
+	if c != nil {
 		key = pageKey(orgID, f, limit, offset)
 		if p, ok := c.get(key); ok {
 			return p.runs, p.total, nil
@@ -334,7 +338,7 @@ func (r executionRepo) List(ctx context.Context, orgID string, f store.Execution
 			return nil, 0, err
 		}
 	}
-	if c := r.s.pages; c != nil {
+	if c != nil {
 		c.put(key, gen, listPage{runs: execs, total: total})
 	}
 	return execs, total, nil

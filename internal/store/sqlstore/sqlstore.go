@@ -45,15 +45,15 @@ type Store struct {
 	r   querier // the read pool (through cached statements on SQLite), or tx inside InTx
 	tx  *sql.Tx
 
-	runRows *runRows // list rows of runs at their versions (PostgreSQL; SQLite keeps whole pages)
+	runRows *runRows // list rows of runs at their versions (PostgreSQL, for the pages not kept)
 
-	// The write generations and the caches they govern (see readcache.go): the users on both
-	// databases (on PostgreSQL while feed listens, userfeed.go), the run list's pages on SQLite;
-	// nil inside a transaction, whose writes are noted in txWrites and count from its commit.
+	// The write generations and the caches they govern (see readcache.go): the users and the run
+	// list's pages (on PostgreSQL while feed listens, writefeed.go); nil inside a transaction,
+	// whose writes are noted in txWrites and count from its commit.
 	gens     *tableGens
 	users    *readCache[domain.User]
 	pages    *readCache[listPage]
-	feed     *userFeed // PostgreSQL: other replicas' writes to users
+	feed     *writeFeed // PostgreSQL: other replicas' writes to users and runs
 	txWrites *[]txWrite
 
 	mailBox *secretbox.Box // seals the outbox's mail bodies; see SealOutbox
@@ -199,7 +199,8 @@ func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
 	st.gens = &tableGens{}
 	gens := st.gens
 	st.users = newReadCache(func(string) uint64 { return gens.users.Load() }, userBytes)
-	st.feed = startUserFeed(databaseURL, gens)
+	st.pages = newReadCache(func(key string) uint64 { return gens.pageGen(pageOrg(key)) }, pageBytes)
+	st.feed = startWriteFeed(databaseURL, gens)
 	return st, nil
 }
 

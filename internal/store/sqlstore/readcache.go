@@ -10,9 +10,8 @@ import (
 // A SQLite database belongs to one process: the file is local, and this Store is its only
 // writer. So the Store sees every write, and can keep what its hottest reads return — the user
 // behind every request, and the run list's pages — until a write to their table. On PostgreSQL
-// other replicas write too: there the users are kept while the store hears of every replica's
-// writes to them (userfeed.go), and the run list is not kept whole (runRows keeps its rows by
-// version instead).
+// other replicas write too: there both are kept while the store hears of every replica's writes
+// to them (writefeed.go), and a page of runs not kept is read with runRows.
 //
 // Every write statement bumps the generation of the table it writes, once it has taken effect:
 // after the statement, or after the commit of its transaction. A cached answer carries the

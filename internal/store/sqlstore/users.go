@@ -44,7 +44,7 @@ func userBytes(u domain.User) int {
 
 // Get reads the user, from the user cache while no write to users came since (every request
 // reads its caller this way); on PostgreSQL only while the store hears of other replicas'
-// writes (userfeed.go).
+// writes (writefeed.go).
 func (r userRepo) Get(ctx context.Context, orgID, id string) (*domain.User, error) {
 	const q = `SELECT ` + userColumns + ` FROM users WHERE organization_id = ? AND id = ?`
 	c := r.s.users

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"verdict/internal/domain"
 )
 
 // On PostgreSQL every replica keeps the users it reads and the pages of the run list, like a
@@ -28,9 +30,10 @@ import (
 // Users are read on every request and are not waited for: their changes are seen within the
 // notification's delay.
 //
-// What is kept counts only while the feed listens: from the first LISTEN on, and never after
-// the listening connection failed or stopped answering (a notification may have been lost
-// then). Until it listens again every read goes to the database, and it bumps the generations
+// What is kept counts only while the feed listens: from when it has heard a notification it
+// sent itself after its LISTEN (a pooler that hands each statement to another server session
+// delivers none), and never after the listening connection failed or stopped answering (a
+// notification may have been lost then). Until it listens again every read goes to the database, and it bumps the generations
 // once more when it does: what was written meanwhile is not served from before.
 
 const (
@@ -46,10 +49,15 @@ const (
 	feedRetry = time.Second
 )
 
+// probeStatement is the statement by which the feed notifies itself (tests stand in a pooler
+// that drops notifications).
+var probeStatement = func(channel string) string { return "NOTIFY " + channel }
+
 // writeFeed listens for writes to users and runs on PostgreSQL; see above.
 type writeFeed struct {
-	dsn  string
-	gens *tableGens
+	dsn   string
+	gens  *tableGens
+	probe func(channel string) string // probeStatement when the feed started
 
 	listening atomic.Bool
 	stop      context.CancelFunc
@@ -63,7 +71,7 @@ type writeFeed struct {
 // startWriteFeed listens on its own connection until close; the caches count once it listens.
 func startWriteFeed(dsn string, gens *tableGens) *writeFeed {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &writeFeed{dsn: dsn, gens: gens, stop: cancel, wake: make(chan struct{}, 1)}
+	f := &writeFeed{dsn: dsn, gens: gens, probe: probeStatement, stop: cancel, wake: make(chan struct{}, 1)}
 	f.done.Add(1)
 	go func() {
 		defer f.done.Done()
@@ -142,7 +150,18 @@ func (f *writeFeed) listen(ctx context.Context) {
 		return
 	}
 	cfg.RuntimeParams["application_name"] = feedName
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { f.heard(n) }
+	// The feed proves it hears before it counts: through a pooler that hands each statement to
+	// another server session (PgBouncer's transaction mode) it would hear nothing, and serve
+	// what it keeps for ever. It listens on a channel of its own and notifies it.
+	probe := "verdict_feed_" + domain.RandomHex(8)
+	var heardProbe atomic.Bool
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		if n.Channel == probe {
+			heardProbe.Store(true)
+			return
+		}
+		f.heard(n)
+	}
 	connect, cancel := context.WithTimeout(ctx, feedCheck)
 	conn, err := pgconn.ConnectConfig(connect, cfg)
 	cancel()
@@ -154,7 +173,21 @@ func (f *writeFeed) listen(ctx context.Context) {
 		defer cancel()
 		_ = conn.Close(closing) // a connection that stopped answering is not waited for
 	}()
-	if err := conn.Exec(ctx, "LISTEN "+usersChannel+"; LISTEN "+runsChannel).Close(); err != nil {
+	if err := conn.Exec(ctx, "LISTEN "+usersChannel+"; LISTEN "+runsChannel+"; LISTEN "+probe).Close(); err != nil {
+		return
+	}
+	if err := conn.Exec(ctx, f.probe(probe)).Close(); err != nil {
+		return
+	}
+	for deadline := time.Now().Add(feedCheck); !heardProbe.Load(); {
+		wait, cancel := context.WithDeadline(ctx, deadline)
+		err := conn.WaitForNotification(wait)
+		cancel()
+		if err != nil && !heardProbe.Load() {
+			return // not heard in feedCheck, or the connection failed: try again later
+		}
+	}
+	if err := conn.Exec(ctx, "UNLISTEN "+probe).Close(); err != nil {
 		return
 	}
 	// Writes made while nobody listened were not heard: nothing read before counts.

@@ -237,3 +237,33 @@ func TestRunPagesAcrossReplicas(t *testing.T) {
 		t.Fatalf("replica two lists %d runs, want the 13 it kept after listening again", len(got))
 	}
 }
+
+// A feed that does not hear its own notification (as through a pooler that hands each statement
+// to another server session) never counts: the replica keeps nothing and reads everything from
+// the database.
+func TestFeedCountsOnlyOnceItHearsItself(t *testing.T) {
+	url := testenv.PostgresDB(t)
+	probeStatement = func(string) string { return "SELECT 1" }
+	deaf := openMigrated(t, url, "")
+	probeStatement = func(channel string) string { return "NOTIFY " + channel }
+	hearing := openMigrated(t, url, "")
+	waitListening(t, hearing)
+	time.Sleep(time.Second) // the hearing feed listened in milliseconds
+	if deaf.feed.live() {
+		t.Fatal("a feed that never heard its own notification counts as listening")
+	}
+	ctx := context.Background()
+	org := &domain.Organization{ID: domain.NewID(), Name: "Org", Slug: "org", Plan: domain.PlanTeam}
+	if err := hearing.Organizations().Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := hearing.Executions().Create(ctx, &domain.Execution{ID: domain.NewID(), OrganizationID: org.ID,
+			TaskID: fmt.Sprintf("run-%d", i), Image: "e2e", Status: domain.ExecPending, QueuedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, n, err := deaf.Executions().List(ctx, org.ID, store.ExecutionFilter{Limit: 25}); err != nil || n != i+1 {
+			t.Fatalf("the replica whose feed is deaf lists %d runs (%v), want %d", n, err, i+1)
+		}
+	}
+}

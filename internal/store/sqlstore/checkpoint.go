@@ -61,8 +61,6 @@ func (c *checkpointer) written() {
 
 func (c *checkpointer) loop(ctx context.Context) {
 	defer close(c.stopped)
-	wait := time.NewTimer(0)
-	<-wait.C
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,12 +68,10 @@ func (c *checkpointer) loop(ctx context.Context) {
 		case <-c.kick:
 		}
 		// The writes of the next checkpointDelay go into the same checkpoint.
-		wait.Reset(checkpointDelay)
 		select {
 		case <-ctx.Done():
-			wait.Stop()
 			return
-		case <-wait.C:
+		case <-time.After(checkpointDelay):
 		}
 		// PASSIVE: copy what no reader still needs, waiting for no one. A failure (the disk
 		// full, say) leaves the log to the next round or the writer's own checkpoint.

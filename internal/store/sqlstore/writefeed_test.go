@@ -186,6 +186,21 @@ func TestRunPagesAcrossReplicas(t *testing.T) {
 		t.Fatalf("replica one lists %v after its own write", got)
 	}
 
+	// A fresh organization's empty list, kept on two, ends with its first run queued on one.
+	fresh := &domain.Organization{ID: domain.NewID(), Name: "Fresh", Slug: "fresh", Plan: domain.PlanFree}
+	if err := one.Organizations().Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{0, 0, 1} {
+		if want == 1 {
+			queue(one, fresh, "fresh-first")
+		}
+		runs, total, err := two.Executions().List(ctx, fresh.ID, store.ExecutionFilter{Limit: 25})
+		if err != nil || len(runs) != want || total != want {
+			t.Fatalf("replica two lists %d runs of %d for the fresh organization (%v), want %d", len(runs), total, err, want)
+		}
+	}
+
 	// Every write on one is on two's next read, without waiting: a pin, a new run, a run of
 	// another organization (which leaves this organization's page kept).
 	for i := range 100 {
